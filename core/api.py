@@ -1,0 +1,59 @@
+"""The notebook / script API: ``analyze(model, input_shape=None, batch_size=1, dtype="fp32")``."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from . import zoo
+from .errors import NetworkError
+from .graph import compile_network
+from .ir import Network
+from .report import Report, check_batch
+
+
+def load_network(model: Any) -> Network:
+    """A ``Network``, a built-in name (``"resnet50"``), or a path to an IR JSON file."""
+    if isinstance(model, Network):
+        return model
+    if isinstance(model, str):
+        if model.endswith(".json") or os.path.sep in model:
+            try:
+                with open(model, encoding="utf-8") as f:
+                    text = f.read()
+            except OSError as e:
+                raise NetworkError(f"cannot read the file: {e.strerror}", field="model", value=model) from None
+            return Network.from_json(text)
+        return zoo.get(model)
+    raise NetworkError(f"expected a built-in name, a JSON path or a Network, got {type(model).__name__}",
+                       field="model", value=repr(model)[:80])
+
+
+def parse_shape(text: Any) -> tuple[int, ...]:
+    """'3x224x224', '3,224,224', (3, 224, 224) → (3, 224, 224): the per-sample input shape, batch excluded."""
+    if isinstance(text, (tuple, list)):
+        parts = list(text)
+    else:
+        parts = [p for p in str(text).lower().replace("×", "x").replace(",", "x").replace(" ", "").split("x") if p]
+    try:
+        shape = tuple(int(p) for p in parts)
+    except (TypeError, ValueError):
+        raise NetworkError("input shape must look like 3x224x224 (batch excluded)", field="input_shape",
+                           value=text) from None
+    if not shape or any(d < 1 for d in shape):
+        raise NetworkError("input shape needs positive dimensions, like 3x224x224", field="input_shape", value=text)
+    return shape
+
+
+def analyze(model: Any, input_shape: Any = None, batch_size: int = 1, dtype: str = "fp32",
+            optimizer: str = "sgd_momentum") -> Report:
+    """Analyse ``model`` (a built-in name, a JSON path or a ``Network``) at a batch size and precision.
+
+    ``input_shape`` is per sample (``(3, 224, 224)``); by default the network's own. The network is compiled once
+    and cached; a new batch size or dtype is pure arithmetic.
+    """
+    check_batch(batch_size)
+    network = load_network(model)
+    if input_shape is not None:
+        network = network.with_input_shape(parse_shape(input_shape))
+    return Report(compile_network(network), batch_size, dtype, optimizer)

@@ -1,0 +1,114 @@
+"""What-if edits: change one attribute of one node and get a new network in which dependents follow.
+
+Input channels and features are never stored (they come from shape propagation), so widening a conv changes the
+next conv's ``in_channels``, BatchNorm's ``num_features`` and the first Linear's ``in_features`` after a flatten by
+themselves. What propagation alone cannot fix are *coupled* channels: tensors that must keep equal channel counts
+(the two inputs of a residual add) and depthwise convs whose groups equal their channels. An edit of ``out_channels``
+(``out_features`` for Linear) applies to the whole coupled group; the result says which nodes it touched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import NetworkError
+from .graph import NodeInfo, compile_network
+from .ir import Network
+from .registry import get_rule, validate_attrs
+
+
+@dataclass(frozen=True)
+class EditResult:
+    network: Network
+    changed: tuple[str, ...]        # nodes whose attributes were rewritten (the coupled group)
+    reshaped: tuple[str, ...]       # nodes whose output shape or parameter count changed as a consequence
+
+    @property
+    def coupled(self) -> bool:
+        return len(self.changed) > 1
+
+
+class _Groups:
+    """Union-find over channel variables."""
+
+    def __init__(self):
+        self.parent: dict[str, str] = {}
+
+    def find(self, a: str) -> str:
+        self.parent.setdefault(a, a)
+        while self.parent[a] != a:
+            self.parent[a] = self.parent[self.parent[a]]
+            a = self.parent[a]
+        return a
+
+    def union(self, a: str, b: str) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[rb] = ra
+
+
+def _is_depthwise(n: NodeInfo) -> bool:
+    return n.op == "conv2d" and n.attrs["groups"] > 1 and n.attrs["groups"] == n.in_shapes[0][0] == n.out_shape[0]
+
+
+def channel_groups(network: Network) -> dict[str, str]:
+    """Map each node to the id of its output's channel variable; nodes with the same id must keep equal channels."""
+    comp = compile_network(network)
+    var: dict[str, tuple[str, int] | None] = {k: None for k in comp.input_shapes}   # node → (var, size)
+    uf = _Groups()
+    for n in comp.nodes:
+        ch = n.rule.channel
+        if _is_depthwise(n):
+            var[n.name] = var[n.inputs[0]]
+        elif ch == "new":
+            var[n.name] = (n.name, n.out_shape[0] if n.rule.channel_field == "out_channels" else n.out_shape[-1])
+        elif ch == "pass":
+            var[n.name] = var[n.inputs[0]]
+        elif ch == "unify":
+            vs = [var[s] for s in n.inputs if var[s] is not None]
+            sizes = {v[1] for v in vs}
+            if vs and len(sizes) == 1:
+                for v in vs[1:]:
+                    uf.union(vs[0][0], v[0])
+                var[n.name] = vs[0]
+            else:
+                var[n.name] = max(vs, key=lambda v: v[1]) if vs else None
+        else:
+            var[n.name] = None
+    return {n.name: uf.find(var[n.name][0]) for n in comp.nodes if var[n.name] is not None}
+
+
+def edit(network: Network, node: str, field: str, value: Any) -> EditResult:
+    """Set ``node.field = value``; raises ``NetworkError`` (naming the node) if the edited network is invalid, in
+    which case the caller still has the original ``network`` untouched."""
+    comp = compile_network(network)
+    info = comp.by_name.get(node)
+    if info is None:
+        raise NetworkError("no such layer", node=node, field=field, value=value)
+    rule = get_rule(info.op, node)
+    validate_attrs(rule, node, {**dict(network.node(node).attrs), field: value})   # the value itself is sane
+
+    targets: dict[str, dict[str, Any]] = {node: {field: value}}
+    if field == rule.channel_field or (field == "out_channels" and _is_depthwise(info)):
+        groups = channel_groups(network)
+        gid = groups.get(node)
+        for other in comp.nodes:
+            if other.name == node or groups.get(other.name) != gid:
+                continue
+            if _is_depthwise(other):
+                mult = other.out_shape[0] // other.in_shapes[0][0]
+                targets[other.name] = {"groups": value, "out_channels": value * mult}
+            elif other.rule.channel == "new" and other.rule.channel_field:
+                targets[other.name] = {other.rule.channel_field: value}
+        if _is_depthwise(info):
+            targets[node] = {"groups": value, "out_channels": value}
+
+    new = network
+    for name, changes in targets.items():
+        new = new.replace_node(new.node(name).with_attrs(**changes))
+    after = compile_network(new)      # raises NetworkError at the first node the edit breaks
+    reshaped = tuple(n.name for n in after.nodes
+                     if n.name not in targets and (n.out_shape != comp.by_name[n.name].out_shape
+                                                   or n.params != comp.by_name[n.name].params))
+    return EditResult(new, tuple(targets), reshaped)

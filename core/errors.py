@@ -1,0 +1,28 @@
+"""The one error type the engine raises for bad input.
+
+Every message names what is wrong and where: the node (layer), the field, the value and the reason, e.g.
+``conv2: kernel_size 5×5 is larger than its padded input 3×3``. Callers (CLI, app) print ``str(err)`` and keep
+whatever the user had; nothing in ``core`` lets a raw traceback through for bad input.
+"""
+
+from __future__ import annotations
+
+
+class NetworkError(ValueError):
+    """An invalid network, attribute, input shape, batch size or JSON document."""
+
+    def __init__(self, reason: str, *, node: str | None = None, field: str | None = None, value=None):
+        self.node = node
+        self.field = field
+        self.value = value
+        self.reason = reason
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        where = []
+        if self.node is not None:
+            where.append(str(self.node))
+        if self.field is not None:
+            where.append(f"field '{self.field}'" + ("" if self.value is None else f" = {self.value!r}"))
+        prefix = ": ".join([", ".join(where)]) if where else ""
+        return f"{prefix}: {self.reason}" if prefix else self.reason

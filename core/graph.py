@@ -1,0 +1,241 @@
+"""Shape propagation and per-sample costs: a network is compiled once into a ``Compiled`` value; every batch size,
+dtype and optimizer is then arithmetic on its per-sample numbers (``core.report``), with no re-walk of the graph.
+
+Everything scales exactly with the batch N: each op processes samples independently, so MACs, FLOPs, activation
+elements and even the weight-gradient FLOPs (a sum over the batch) are N × the per-sample figure, while parameter
+counts do not depend on N.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from functools import lru_cache
+from math import prod
+
+from . import ops as _ops  # noqa: F401  (registers every op)
+from .errors import NetworkError
+from .ir import Network
+from .registry import MAX_DIM, Cost, Ctx, OpRule, Params, Saves, get_rule, validate_attrs
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """A node after propagation. All element counts and FLOPs are per sample."""
+
+    name: str
+    op: str
+    rule: OpRule
+    attrs: dict
+    inputs: tuple[str, ...]
+    in_shapes: tuple[tuple[int, ...], ...]
+    out_shape: tuple[int, ...]
+    cost: Cost
+    params: Params
+    saves: Saves
+    grad_in: tuple[bool, ...]      # whether each input carries a gradient (some parameter lies upstream)
+    needs_grad: bool               # whether this node takes part in the backward pass
+    root: str                      # the tensor that holds this node's output (itself unless the op is a view)
+    index: int
+
+    @property
+    def ctx(self) -> Ctx:
+        return Ctx(self.name, self.attrs, self.in_shapes, self.out_shape)
+
+    @property
+    def bwd_input_flops(self) -> int:
+        return sum(f for f, g in zip(self.cost.bwd_input, self.grad_in) if g)
+
+    @property
+    def bwd_weight_flops(self) -> int:
+        return self.cost.bwd_weight if self.params.trainable else 0
+
+    @property
+    def out_elems(self) -> int:
+        return prod(self.out_shape)
+
+    @property
+    def in_elems(self) -> int:
+        return sum(prod(s) for s in self.in_shapes)
+
+    @property
+    def moves_data(self) -> bool:
+        return not self.rule.alias and self.op != "parameter"
+
+
+@dataclass(frozen=True)
+class Compiled:
+    network: Network
+    nodes: tuple[NodeInfo, ...]
+    by_name: dict
+    input_shapes: dict
+    outputs: tuple[str, ...]
+    # per-sample sums
+    macs: int
+    flops: int
+    bwd_flops: int
+    trainable: int
+    frozen: int
+    buffers: int
+    peak_live: int          # inference: the largest sum of live activation elements
+    peak_at: str            # the node during which that peak occurs
+    saved: int              # training: activation elements kept for backward
+    input_elems: int
+    output_elems: int
+    weight_elems_read: int  # parameters and buffers every forward pass reads (batch-independent)
+    moved_elems: int        # activation elements read and written by nodes that move data
+
+
+def _check_shape(shape, where: str, field: str = "shape") -> None:
+    if not isinstance(shape, tuple) or not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
+        raise NetworkError("must be a list of integers", node=where, field=field, value=shape)
+    for d in shape:
+        if d < 1:
+            raise NetworkError(f"every dimension must be positive, got {d}", node=where, field=field, value=list(shape))
+        if d > MAX_DIM:
+            raise NetworkError(f"dimension {d:,} is absurdly large (limit {MAX_DIM:,})", node=where, field=field,
+                               value=list(shape))
+
+
+def _topo_order(network: Network) -> list[int]:
+    names = {}
+    inputs = network.input_shapes
+    if not network.inputs:
+        raise NetworkError("the network has no inputs", node=network.name)
+    for i, n in enumerate(network.nodes):
+        if not n.name or not isinstance(n.name, str):
+            raise NetworkError("every node needs a non-empty name", node=f"nodes[{i}]", field="name", value=n.name)
+        if n.name in names or n.name in inputs:
+            raise NetworkError("duplicate name", node=n.name, field="name", value=n.name)
+        names[n.name] = i
+    for n in network.nodes:
+        for src in n.inputs:
+            if src not in names and src not in inputs:
+                raise NetworkError(f"input '{src}' is neither a node nor a network input", node=n.name,
+                                   field="inputs", value=list(n.inputs))
+    indeg = [sum(1 for s in n.inputs if s in names) for n in network.nodes]
+    users: dict[int, list[int]] = {}
+    for i, n in enumerate(network.nodes):
+        for s in n.inputs:
+            if s in names:
+                users.setdefault(names[s], []).append(i)
+    ready = [i for i, d in enumerate(indeg) if d == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for u in users.get(i, ()):
+            indeg[u] -= 1
+            if indeg[u] == 0:
+                heapq.heappush(ready, u)
+    if len(order) != len(network.nodes):
+        stuck = [network.nodes[i].name for i, d in enumerate(indeg) if d > 0]
+        raise NetworkError(f"the graph has a cycle through {', '.join(stuck[:5])}", node=stuck[0], field="inputs",
+                           value=list(network.nodes[names[stuck[0]]].inputs))
+    for o in network.outputs:
+        if o not in names and o not in inputs:
+            raise NetworkError(f"output '{o}' is not a node of the network", node=network.name, field="outputs", value=o)
+    return order
+
+
+def compile_network(network: Network) -> Compiled:
+    """Validate and propagate shapes through ``network``; raises ``NetworkError`` naming the first bad node."""
+    if not isinstance(network, Network):
+        raise NetworkError(f"expected a Network, got {type(network).__name__}")
+    return _compile_cached(network)
+
+
+@lru_cache(maxsize=256)
+def _compile_cached(network: Network) -> Compiled:
+    for name, shape in network.inputs:
+        _check_shape(shape, f"input '{name}'")
+    order = _topo_order(network)
+    shapes = dict(network.input_shapes)
+    carries = {name: False for name in shapes}
+    root = {name: name for name in shapes}
+    infos: list[NodeInfo] = []
+    for idx, i in enumerate(order):
+        node = network.nodes[i]
+        rule = get_rule(node.op, node.name)
+        lo, hi = rule.arity
+        k = len(node.inputs)
+        if k < lo or (hi is not None and k > hi):
+            want = f"{lo}" if lo == hi else f"{lo} or more" if hi is None else f"{lo}…{hi}"
+            raise NetworkError(f"op '{node.op}' takes {want} input(s), got {k}", node=node.name, field="inputs",
+                               value=list(node.inputs))
+        attrs = validate_attrs(rule, node.name, node.attr)
+        ins = tuple(shapes[s] for s in node.inputs)
+        out = rule.shape(Ctx(node.name, attrs, ins))
+        _check_shape(out, node.name, "output shape")
+        ctx = Ctx(node.name, attrs, ins, out)
+        params = rule.params(ctx)
+        grad_in = tuple(carries[s] for s in node.inputs)
+        needs = bool(params.trainable) or any(grad_in)
+        info = NodeInfo(node.name, node.op, rule, attrs, node.inputs, ins, out, rule.cost(ctx), params,
+                        rule.saves(ctx), grad_in, needs, root[node.inputs[0]] if rule.alias else node.name, idx)
+        infos.append(info)
+        shapes[node.name] = out
+        carries[node.name] = needs
+        root[node.name] = info.root
+    outputs = network.outputs or (infos[-1].name,)
+    peak, peak_at = _inference_peak(infos, network, outputs)
+    return Compiled(
+        network=network, nodes=tuple(infos), by_name={n.name: n for n in infos}, input_shapes=network.input_shapes,
+        outputs=outputs,
+        macs=sum(n.cost.macs for n in infos), flops=sum(n.cost.flops for n in infos),
+        bwd_flops=sum(n.bwd_input_flops + n.bwd_weight_flops for n in infos),
+        trainable=sum(n.params.trainable for n in infos), frozen=sum(n.params.frozen for n in infos),
+        buffers=sum(n.params.buffers for n in infos),
+        peak_live=peak, peak_at=peak_at, saved=_saved_for_backward(infos, network),
+        input_elems=sum(prod(s) for s in network.input_shapes.values()),
+        output_elems=sum(prod(shapes[o]) for o in outputs),
+        weight_elems_read=sum(n.params.trainable + n.params.frozen + n.params.buffers for n in infos),
+        moved_elems=sum(n.in_elems + n.out_elems for n in infos if n.moves_data),
+    )
+
+
+def _inference_peak(infos: list[NodeInfo], network: Network, outputs) -> tuple[int, str]:
+    """Walk the nodes in order: a tensor is live from its producer to its last consumer (views share their base);
+    the peak is the largest sum of live elements, counted while each node runs (its inputs and output coexist)."""
+    size = {name: prod(s) for name, s in network.input_shapes.items()}
+    last_use: dict[str, int] = {}
+    roots = {name: name for name in size}
+    for n in infos:
+        roots[n.name] = n.root
+        for s in n.inputs:
+            last_use[roots[s]] = n.index
+    keep = {roots[o] for o in outputs}
+    live = sum(size.values())
+    peak, peak_at = live, next(iter(size))
+    for n in infos:
+        if n.moves_data:
+            size[n.name] = n.out_elems
+            live += n.out_elems
+        if live > peak:
+            peak, peak_at = live, n.name
+        for r in {roots[s] for s in n.inputs}:
+            if last_use.get(r) == n.index and r not in keep:
+                live -= size.get(r, 0)
+    return peak, peak_at
+
+
+def _saved_for_backward(infos: list[NodeInfo], network: Network) -> int:
+    """Elements kept alive between forward and backward: the distinct tensors the backward-taking nodes save
+    (a conv saving its input and the ReLU before it saving its output hold one tensor) plus their private extras."""
+    roots = {name: name for name in network.input_shapes}
+    size = {name: prod(s) for name, s in network.input_shapes.items()}
+    for n in infos:
+        view = n.rule.alias and not n.rule.copies_in_training
+        roots[n.name] = roots[n.inputs[0]] if view else n.name
+        size[n.name] = n.out_elems if n.op != "parameter" else 0
+    kept: set[str] = set()
+    extra = 0
+    for n in infos:
+        if not n.needs_grad:
+            continue
+        kept.update(roots[n.inputs[i]] for i in n.saves.inputs)
+        if n.saves.output:
+            kept.add(roots[n.name])
+        extra += n.saves.extra
+    return sum(size[r] for r in kept) + extra

@@ -1,0 +1,175 @@
+"""The network IR: an immutable DAG of named nodes plus an input spec, with a versioned JSON form.
+
+Shapes in the IR are *per sample*: the batch dimension N is implicit and always first, so a network is analysed once
+and any batch size is a multiplication (see ``core.graph``). Dimension indices in attributes (``flatten.start_dim``,
+``concat.dim``, ``softmax.dim``, ``permute.dims``) count the batch as dim 0, exactly as in PyTorch.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from .errors import NetworkError
+
+SCHEMA_VERSION = 1
+SCHEMA_NAME = "cnn-calc/network"
+
+
+def _freeze(value: Any) -> Any:
+    """Lists become tuples (recursively) so attribute values are hashable and immutable."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def _thaw(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_thaw(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
+class Node:
+    """One operation: ``op`` names a registered rule (``core.ops``), ``attrs`` its attributes, ``inputs`` the names of
+    the nodes or network inputs it reads, in order."""
+
+    name: str
+    op: str
+    attrs: tuple[tuple[str, Any], ...] = ()
+    inputs: tuple[str, ...] = ()
+
+    @staticmethod
+    def make(name: str, op: str, inputs: Iterable[str] | str = (), **attrs: Any) -> "Node":
+        if isinstance(inputs, str):
+            inputs = (inputs,)
+        return Node(name, op, tuple(sorted((k, _freeze(v)) for k, v in attrs.items())), tuple(inputs))
+
+    @property
+    def attr(self) -> dict[str, Any]:
+        return dict(self.attrs)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        for k, v in self.attrs:
+            if k == key:
+                return v
+        return default
+
+    def with_attrs(self, **changes: Any) -> "Node":
+        merged = {**self.attr, **changes}
+        return Node.make(self.name, self.op, self.inputs, **merged)
+
+
+@dataclass(frozen=True)
+class Network:
+    """A named DAG. ``inputs`` maps each input name to its per-sample shape (e.g. ``{"x": (1, 28, 28)}``);
+    ``outputs`` names the nodes whose results leave the network (default: the last node)."""
+
+    name: str
+    inputs: tuple[tuple[str, tuple[int, ...]], ...]
+    nodes: tuple[Node, ...]
+    outputs: tuple[str, ...] = field(default=())
+    description: str = ""
+
+    @staticmethod
+    def make(name: str, inputs: Mapping[str, Iterable[int]], nodes: Iterable[Node],
+             outputs: Iterable[str] = (), description: str = "") -> "Network":
+        nodes = tuple(nodes)
+        outs = tuple(outputs) or ((nodes[-1].name,) if nodes else ())
+        return Network(name, tuple((k, tuple(v)) for k, v in inputs.items()), nodes, outs, description)
+
+    @property
+    def input_shapes(self) -> dict[str, tuple[int, ...]]:
+        return dict(self.inputs)
+
+    def node(self, name: str) -> Node:
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        raise NetworkError("no such node in the network", node=name)
+
+    def replace_node(self, new: Node) -> "Network":
+        return Network(self.name, self.inputs, tuple(new if n.name == new.name else n for n in self.nodes),
+                       self.outputs, self.description)
+
+    def with_input_shape(self, shape: Iterable[int], input_name: str | None = None) -> "Network":
+        key = input_name or self.inputs[0][0]
+        new_inputs = tuple((k, tuple(shape) if k == key else v) for k, v in self.inputs)
+        return Network(self.name, new_inputs, self.nodes, self.outputs, self.description)
+
+    # -- JSON -----------------------------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA_NAME,
+            "version": SCHEMA_VERSION,
+            "name": self.name,
+            "description": self.description,
+            "inputs": [{"name": k, "shape": list(v)} for k, v in self.inputs],
+            "nodes": [{"name": n.name, "op": n.op, "inputs": list(n.inputs),
+                       "attrs": {k: _thaw(v) for k, v in n.attrs}} for n in self.nodes],
+            "outputs": list(self.outputs),
+        }
+
+    def to_json(self, indent: int | None = 1) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    @staticmethod
+    def from_json(text: str) -> "Network":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise NetworkError(f"not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})", node="network JSON") from None
+        return Network.from_dict(data)
+
+    @staticmethod
+    def from_dict(data: Any) -> "Network":
+        where = "network JSON"
+        if not isinstance(data, dict):
+            raise NetworkError(f"expected a JSON object, got {type(data).__name__}", node=where)
+        if data.get("schema") != SCHEMA_NAME:
+            raise NetworkError(f"expected schema '{SCHEMA_NAME}'", node=where, field="schema", value=data.get("schema"))
+        version = data.get("version")
+        if version != SCHEMA_VERSION:
+            raise NetworkError(f"unsupported schema version (this build reads version {SCHEMA_VERSION})",
+                               node=where, field="version", value=version)
+        name = _expect(data, "name", str, where)
+        inputs_raw = _expect(data, "inputs", list, where)
+        nodes_raw = _expect(data, "nodes", list, where)
+        inputs: dict[str, tuple[int, ...]] = {}
+        for i, item in enumerate(inputs_raw):
+            w = f"inputs[{i}]"
+            if not isinstance(item, dict):
+                raise NetworkError("expected an object with 'name' and 'shape'", node=w)
+            iname = _expect(item, "name", str, w)
+            shape = _expect(item, "shape", list, w)
+            if not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
+                raise NetworkError("shape must be a list of integers", node=w, field="shape", value=shape)
+            inputs[iname] = tuple(shape)
+        nodes = []
+        for i, item in enumerate(nodes_raw):
+            w = f"nodes[{i}]"
+            if not isinstance(item, dict):
+                raise NetworkError("expected an object with 'name', 'op', 'inputs', 'attrs'", node=w)
+            nname = _expect(item, "name", str, w)
+            op = _expect(item, "op", str, nname)
+            ins = _expect(item, "inputs", list, nname)
+            if not all(isinstance(s, str) for s in ins):
+                raise NetworkError("inputs must be a list of node names", node=nname, field="inputs", value=ins)
+            attrs = item.get("attrs", {})
+            if not isinstance(attrs, dict):
+                raise NetworkError("attrs must be an object", node=nname, field="attrs", value=attrs)
+            nodes.append(Node.make(nname, op, ins, **attrs))
+        outputs = data.get("outputs", [])
+        if not isinstance(outputs, list) or not all(isinstance(s, str) for s in outputs):
+            raise NetworkError("outputs must be a list of node names", node=where, field="outputs", value=outputs)
+        return Network.make(name, inputs, nodes, outputs, str(data.get("description", "")))
+
+
+def _expect(obj: dict, key: str, typ: type, where: str) -> Any:
+    if key not in obj:
+        raise NetworkError("missing", node=where, field=key)
+    value = obj[key]
+    if not isinstance(value, typ):
+        raise NetworkError(f"expected {typ.__name__}, got {type(value).__name__}", node=where, field=key, value=value)
+    return value

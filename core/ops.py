@@ -1,0 +1,786 @@
+"""Every op the engine knows: one ``register(OpRule(...))`` each, shape, cost, parameters, memory and formula
+together. Families that share a rule (activations, pools) come from small factories.
+
+Shapes here are per sample: ``ctx.x == (C, H, W)`` for an NCHW tensor. Dimension attributes (``dim``,
+``start_dim``, ``dims``) count the batch as dim 0, as PyTorch does; ``_sample_dim`` converts them.
+
+FLOP conventions for ops without MACs are stated in the tables below, per element, with the operations counted.
+Forward FLOPs are for inference mode (BatchNorm folded to one scale and shift, dropout the identity); backward FLOPs
+are those of a training-mode backward pass.
+"""
+
+from __future__ import annotations
+
+from math import ceil, floor, prod
+
+from .registry import (FLOPS_PER_MAC, _pair, Attr, Cost, Ctx, FormulaLine, OpRule, Params, Saves, numel, register)
+
+
+def _n(v: int) -> str:
+    return f"{v:,}"
+
+
+def _dims(shape) -> str:
+    return "·".join(str(d) for d in shape) if shape else "1"
+
+
+def _sample_dim(ctx: Ctx, dim: int, rank_full: int, field: str) -> int:
+    """Convert a PyTorch dim (batch = 0, negatives allowed) into an index into the per-sample shape."""
+    d = dim + rank_full if dim < 0 else dim
+    if not 0 <= d < rank_full:
+        raise ctx.fail(f"dimension out of range for a {rank_full}-d tensor", field, dim)
+    if d == 0:
+        raise ctx.fail("cannot act on the batch dimension (dim 0); the batch must stay first", field, dim)
+    return d - 1
+
+
+def _need_rank(ctx: Ctx, shape, rank: int, what: str = "input") -> None:
+    if len(shape) != rank:
+        full = "[N, " + ", ".join(map(str, shape)) + "]"
+        raise ctx.fail(f"expects a {rank + 1}-d {what} [N, C, H, W]" if rank == 3 else
+                       f"expects a {rank + 1}-d {what}, got {len(shape) + 1}-d {full}")
+
+
+def _window_out(ctx: Ctx, size: int, k: int, s: int, p: int, d: int, ceil_mode: bool, axis: str) -> int:
+    """Output length of a conv/pool window along one axis (PyTorch's formula)."""
+    eff = d * (k - 1) + 1
+    padded = size + 2 * p
+    if eff > padded:
+        raise ctx.fail(f"kernel {eff} ({axis}) is larger than its padded input {padded}", "kernel_size", k)
+    num = padded - eff
+    out = (-(-num // s) if ceil_mode else num // s) + 1
+    if ceil_mode and (out - 1) * s >= size + p:
+        out -= 1          # the last window must start inside the input or its left padding
+    return out
+
+
+def _mul_formula(label: str, names: list[str], values: list[int], mult: int = 1, mult_name: str = "") -> FormulaLine:
+    sym = "·".join(names) + (f" × {mult_name}" if mult_name else "")
+    sub = "·".join(_n(v) for v in values) + (f" × {mult}" if mult_name else "")
+    return FormulaLine(label, sym, sub, prod(values) * mult)
+
+
+def _macs_flops_lines(names: list[str], values: list[int], batch: int) -> list[FormulaLine]:
+    macs = _mul_formula("MACs", ["N"] + names, [batch] + values)
+    flops = FormulaLine("FLOPs", "2 × MACs", f"2 × {_n(macs.value)}", FLOPS_PER_MAC * macs.value)
+    return [macs, flops]
+
+
+# == convolution ==================================================================================================
+
+def _conv_geometry(ctx: Ctx):
+    c, h, w = ctx.x
+    kh, kw = ctx["kernel_size"]
+    sh, sw = ctx["stride"]
+    dh, dw = ctx["dilation"]
+    pad = ctx["padding"]
+    if pad == "valid":
+        pad = (0, 0)
+    if pad == "same":
+        if (sh, sw) != (1, 1):
+            raise ctx.fail("padding 'same' needs stride 1 (as in PyTorch)", "padding", "same")
+        # total padding d·(k−1) per axis keeps the size; PyTorch puts the odd extra element on the right
+        ho, wo = h, w
+        if dh * (kh - 1) + 1 > h + dh * (kh - 1) or dw * (kw - 1) + 1 > w + dw * (kw - 1):
+            raise ctx.fail("kernel larger than its padded input", "kernel_size", (kh, kw))
+    else:
+        ph, pw = pad
+        if kh * dh == 0:
+            raise ctx.fail("kernel_size must be positive", "kernel_size", (kh, kw))
+        eff_h, eff_w = dh * (kh - 1) + 1, dw * (kw - 1) + 1
+        if eff_h > h + 2 * ph or eff_w > w + 2 * pw:
+            raise ctx.fail(f"kernel {eff_h}×{eff_w} is larger than its padded input {h + 2 * ph}×{w + 2 * pw}",
+                           "kernel_size", (kh, kw))
+        ho = (h + 2 * ph - eff_h) // sh + 1
+        wo = (w + 2 * pw - eff_w) // sw + 1
+    return c, ho, wo
+
+
+def _check_groups(ctx: Ctx, c_in: int, c_out: int, out_field: str) -> int:
+    g = ctx["groups"]
+    if c_in % g:
+        raise ctx.fail(f"groups {g} does not divide the {c_in} input channels", "groups", g)
+    if c_out % g:
+        raise ctx.fail(f"groups {g} does not divide {out_field} {c_out}", "groups", g)
+    return g
+
+
+def _conv_shape(ctx: Ctx):
+    _need_rank(ctx, ctx.x, 3)
+    c, ho, wo = _conv_geometry(ctx)
+    _check_groups(ctx, c, ctx["out_channels"], "out_channels")
+    return (ctx["out_channels"], ho, wo)
+
+
+def _conv_params(ctx: Ctx) -> Params:
+    c_in = ctx.x[0]
+    kh, kw = ctx["kernel_size"]
+    co = ctx["out_channels"]
+    return Params(trainable=co * (c_in // ctx["groups"]) * kh * kw + (co if ctx["bias"] else 0))
+
+
+def _conv_macs(ctx: Ctx) -> int:
+    c_in = ctx.x[0]
+    co, ho, wo = ctx.out
+    kh, kw = ctx["kernel_size"]
+    return co * ho * wo * (c_in // ctx["groups"]) * kh * kw
+
+
+def _conv_cost(ctx: Ctx) -> Cost:
+    macs = _conv_macs(ctx)
+    flops = FLOPS_PER_MAC * macs
+    bias_grad = numel(ctx.out) if ctx["bias"] else 0     # dL/db sums the output gradient: one add per output
+    # dL/dx is a transposed conv with the same multiply-adds; dL/dW correlates x with dL/dy: again the same MACs.
+    return Cost(macs=macs, flops=flops, bwd_input=(flops,), bwd_weight=flops + bias_grad)
+
+
+def _conv_formula(ctx: Ctx, batch: int) -> list[FormulaLine]:
+    co, ho, wo = ctx.out
+    kh, kw = ctx["kernel_size"]
+    g = ctx["groups"]
+    cin_g = ctx.x[0] // g
+    lines = _macs_flops_lines(["C_out", "H_out", "W_out", "(C_in/groups)", "k_h", "k_w"],
+                              [co, ho, wo, cin_g, kh, kw], batch)
+    lines.insert(0, FormulaLine("outputs", "N·C_out·H_out·W_out", f"{batch}·{co}·{ho}·{wo}", batch * co * ho * wo))
+    k = cin_g * kh * kw
+    lines.append(FormulaLine("per output", "(C_in/groups)·k_h·k_w multiplies + (that − 1) adds + 1 bias add",
+                             f"{_n(k)} + {_n(k - 1)} + 1", 2 * k))
+    p = _conv_params(ctx)
+    lines.append(FormulaLine("params", "C_out·(C_in/groups)·k_h·k_w" + (" + C_out" if ctx["bias"] else ""),
+                             f"{co}·{cin_g}·{kh}·{kw}" + (f" + {co}" if ctx["bias"] else ""), p.trainable))
+    return lines
+
+
+_CONV_ATTRS = (
+    Attr("out_channels", "pos", doc="output channels"),
+    Attr("kernel_size", "pair"),
+    Attr("stride", "pair", 1),
+    Attr("padding", "padding", 0),
+    Attr("dilation", "pair", 1),
+    Attr("groups", "pos", 1),
+    Attr("bias", "bool", True),
+)
+
+register(OpRule(
+    "conv2d", "conv", _CONV_ATTRS, _conv_shape, _conv_cost, _conv_formula, _conv_params,
+    saves=lambda ctx: Saves(inputs=(0,)), channel="new", channel_field="out_channels",
+    doc="2-d convolution; in_channels follow from the input", torch="nn.Conv2d"))
+
+
+def _convt_shape(ctx: Ctx):
+    _need_rank(ctx, ctx.x, 3)
+    c, h, w = ctx.x
+    kh, kw = ctx["kernel_size"]
+    sh, sw = ctx["stride"]
+    ph, pw = ctx["padding"]
+    oph, opw = ctx["output_padding"]
+    dh, dw = ctx["dilation"]
+    if oph >= max(sh, dh) or opw >= max(sw, dw):
+        raise ctx.fail("output_padding must be smaller than stride or dilation", "output_padding", (oph, opw))
+    ho = (h - 1) * sh - 2 * ph + dh * (kh - 1) + oph + 1
+    wo = (w - 1) * sw - 2 * pw + dw * (kw - 1) + opw + 1
+    if ho < 1 or wo < 1:
+        raise ctx.fail(f"padding {ph}×{pw} leaves an empty output ({ho}×{wo})", "padding", (ph, pw))
+    _check_groups(ctx, c, ctx["out_channels"], "out_channels")
+    return (ctx["out_channels"], ho, wo)
+
+
+def _convt_params(ctx: Ctx) -> Params:
+    kh, kw = ctx["kernel_size"]
+    co = ctx["out_channels"]
+    return Params(trainable=ctx.x[0] * (co // ctx["groups"]) * kh * kw + (co if ctx["bias"] else 0))
+
+
+def _convt_cost(ctx: Ctx) -> Cost:
+    c, h, w = ctx.x
+    kh, kw = ctx["kernel_size"]
+    # every input pixel scatters into C_out/groups · k_h·k_w outputs
+    macs = c * h * w * (ctx["out_channels"] // ctx["groups"]) * kh * kw
+    flops = FLOPS_PER_MAC * macs
+    bias_grad = numel(ctx.out) if ctx["bias"] else 0
+    return Cost(macs=macs, flops=flops, bwd_input=(flops,), bwd_weight=flops + bias_grad)
+
+
+def _convt_formula(ctx: Ctx, batch: int) -> list[FormulaLine]:
+    c, h, w = ctx.x
+    kh, kw = ctx["kernel_size"]
+    return _macs_flops_lines(["C_in", "H_in", "W_in", "(C_out/groups)", "k_h", "k_w"],
+                             [c, h, w, ctx["out_channels"] // ctx["groups"], kh, kw], batch)
+
+
+register(OpRule(
+    "conv_transpose2d", "conv",
+    (Attr("out_channels", "pos"), Attr("kernel_size", "pair"), Attr("stride", "pair", 1), Attr("padding", "pair0", 0),
+     Attr("output_padding", "pair0", 0), Attr("dilation", "pair", 1), Attr("groups", "pos", 1), Attr("bias", "bool", True)),
+    _convt_shape, _convt_cost, _convt_formula, _convt_params,
+    saves=lambda ctx: Saves(inputs=(0,)), channel="new", channel_field="out_channels",
+    doc="2-d transposed convolution", torch="nn.ConvTranspose2d"))
+
+
+# == linear =======================================================================================================
+
+def _linear_shape(ctx: Ctx):
+    if len(ctx.x) < 1:
+        raise ctx.fail("expects an input with a feature dimension, got [N]")
+    return ctx.x[:-1] + (ctx["out_features"],)
+
+
+def _linear_params(ctx: Ctx) -> Params:
+    fo = ctx["out_features"]
+    return Params(trainable=ctx.x[-1] * fo + (fo if ctx["bias"] else 0))
+
+
+def _linear_cost(ctx: Ctx) -> Cost:
+    rows = numel(ctx.x[:-1])             # a Linear on [N, *, in] applies to every leading position
+    macs = rows * ctx.x[-1] * ctx["out_features"]
+    flops = FLOPS_PER_MAC * macs
+    bias_grad = numel(ctx.out) if ctx["bias"] else 0
+    return Cost(macs=macs, flops=flops, bwd_input=(flops,), bwd_weight=flops + bias_grad)
+
+
+def _linear_formula(ctx: Ctx, batch: int) -> list[FormulaLine]:
+    rows = numel(ctx.x[:-1])
+    names = (["rows"] if rows != 1 else []) + ["in_features", "out_features"]
+    values = ([rows] if rows != 1 else []) + [ctx.x[-1], ctx["out_features"]]
+    lines = _macs_flops_lines(names, values, batch)
+    fo = ctx["out_features"]
+    lines.append(FormulaLine("params", "in·out" + (" + out" if ctx["bias"] else ""),
+                             f"{ctx.x[-1]}·{fo}" + (f" + {fo}" if ctx["bias"] else ""), _linear_params(ctx).trainable))
+    return lines
+
+
+register(OpRule(
+    "linear", "linear", (Attr("out_features", "pos"), Attr("bias", "bool", True)),
+    _linear_shape, _linear_cost, _linear_formula, _linear_params,
+    saves=lambda ctx: Saves(inputs=(0,)), channel="new", channel_field="out_features",
+    doc="y = x·Wᵀ + b on the last dimension of any-rank input; in_features follow from the input", torch="nn.Linear"))
+
+
+# == matmul and attention =========================================================================================
+
+def _broadcast(ctx: Ctx, a: tuple, b: tuple, what: str) -> tuple:
+    n = max(len(a), len(b))
+    a2, b2 = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
+    out = []
+    for i, (x, y) in enumerate(zip(a2, b2)):
+        if x != y and 1 not in (x, y):
+            raise ctx.fail(f"cannot broadcast {what} [N, {', '.join(map(str, a))}] with [N, {', '.join(map(str, b))}] "
+                           f"(sizes {x} and {y} at dim {i + 1 + (len(a2) - n)})")
+        out.append(max(x, y))
+    return tuple(out)
+
+
+def _matmul_shape(ctx: Ctx):
+    a, b = ctx.ins
+    if len(a) < 2 or len(b) < 2:
+        raise ctx.fail("each input needs at least 2 dims besides the batch ([N, …, M, K] @ [N, …, K, P])")
+    if a[-1] != b[-2]:
+        raise ctx.fail(f"inner dimensions differ: [.., {a[-2]}, {a[-1]}] @ [.., {b[-2]}, {b[-1]}]")
+    return _broadcast(ctx, a[:-2], b[:-2], "batch dims") + (a[-2], b[-1])
+
+
+def _matmul_cost(ctx: Ctx) -> Cost:
+    a, b = ctx.ins
+    macs = numel(ctx.out[:-2]) * a[-2] * a[-1] * b[-1]
+    f = FLOPS_PER_MAC * macs
+    return Cost(macs=macs, flops=f, bwd_input=(f, f))   # dA = dY·Bᵀ, dB = Aᵀ·dY: same MACs each
+
+
+def _matmul_formula(ctx: Ctx, batch: int) -> list[FormulaLine]:
+    a, b = ctx.ins
+    return _macs_flops_lines(["batch dims", "M", "K", "P"], [numel(ctx.out[:-2]), a[-2], a[-1], b[-1]], batch)
+
+
+register(OpRule(
+    "matmul", "matmul", (), _matmul_shape, _matmul_cost, _matmul_formula,
+    saves=lambda ctx: Saves(inputs=(0, 1)), arity=(2, 2),
+    doc="batched matrix product [N, …, M, K] @ [N, …, K, P] (torch.matmul / bmm)", torch="torch.matmul"))
+
+
+def _sdpa_shape(ctx: Ctx):
+    q, k, v = ctx.ins
+    if len(q) < 2 or len(k) < 2 or len(v) < 2:
+        raise ctx.fail("query, key and value need at least [N, L, E]")
+    if q[-1] != k[-1]:
+        raise ctx.fail(f"query and key embedding sizes differ: {q[-1]} vs {k[-1]}")
+    if k[-2] != v[-2]:
+        raise ctx.fail(f"key and value sequence lengths differ: {k[-2]} vs {v[-2]}")
+    lead = _broadcast(ctx, _broadcast(ctx, q[:-2], k[:-2], "query/key"), v[:-2], "value")
+    return lead + (q[-2], v[-1])
+
+
+# Softmax per score: max, subtract, exp, sum, divide = 5 FLOPs; plus 1 for the 1/√E scaling.
+_SDPA_SOFTMAX_FLOPS = 5 + 1
+_SDPA_SOFTMAX_BWD = 4          # dS = P ⊙ (dP − rowsum(dP ⊙ P)): multiply, sum, subtract, multiply
+
+
+def _sdpa_cost(ctx: Ctx) -> Cost:
+    q, k, v = ctx.ins
+    b = numel(ctx.out[:-2])
+    scores = b * q[-2] * k[-2]
+    macs = scores * q[-1] + scores * v[-1]          # Q·Kᵀ, then P·V
+    f = FLOPS_PER_MAC * macs + _SDPA_SOFTMAX_FLOPS * scores
+    # dV = Pᵀ·dO (scores·Ev MACs), dP = dO·Vᵀ (scores·Ev), dQ = dS·K (scores·E), dK = dSᵀ·Q (scores·E)
+    soft = _SDPA_SOFTMAX_BWD * scores
+    # dP and the softmax backward (which give dS) are booked to the query, whose gradient needs them first.
+    dq = FLOPS_PER_MAC * scores * q[-1] + FLOPS_PER_MAC * scores * v[-1] + soft
+    dk = FLOPS_PER_MAC * scores * k[-1]
+    dv = FLOPS_PER_MAC * scores * v[-1]
+    return Cost(macs=macs, flops=f, bwd_input=(dq, dk, dv))
+
+
+def _sdpa_formula(ctx: Ctx, batch: int) -> list[FormulaLine]:
+    q, k, v = ctx.ins
+    b = numel(ctx.out[:-2])
+    macs = _mul_formula("MACs (Q·Kᵀ)", ["N", "heads", "L_q", "L_k", "E"], [batch, b, q[-2], k[-2], q[-1]])
+    macs2 = _mul_formula("MACs (P·V)", ["N", "heads", "L_q", "L_k", "E_v"], [batch, b, q[-2], k[-2], v[-1]])
+    sm = _mul_formula("softmax+scale FLOPs", ["N", "heads", "L_q", "L_k"], [batch, b, q[-2], k[-2]], _SDPA_SOFTMAX_FLOPS, "6")
+    total = FLOPS_PER_MAC * (macs.value + macs2.value) + sm.value
+    return [macs, macs2, sm, FormulaLine("FLOPs", "2 × MACs + softmax", f"2 × {_n(macs.value + macs2.value)} + {_n(sm.value)}", total)]
+
+
+register(OpRule(
+    "sdpa", "attention", (Attr("is_causal", "bool", False),), _sdpa_shape, _sdpa_cost, _sdpa_formula,
+    saves=lambda ctx: Saves(inputs=(0, 1, 2), output=True), arity=(3, 3),
+    doc="scaled dot-product attention softmax(Q·Kᵀ/√E)·V; causal masking is counted as full (no skipped work)",
+    torch="F.scaled_dot_product_attention"))
+
+
+# == elementwise: activations, dropout, identity ==================================================================
+# FLOPs per element (forward, backward) and what each saves for backward.
+_UNARY = {
+    # kind:        (fwd, bwd, saves,    torch,           how the forward count is made)
+    "relu":        (1, 1, "output", "nn.ReLU", "max(x, 0)"),
+    "relu6":       (2, 2, "input", "nn.ReLU6", "min(max(x, 0), 6)"),
+    "sigmoid":     (4, 3, "output", "nn.Sigmoid", "1/(1+exp(−x)): negate, exp, add, divide; bwd y·(1−y)·g"),
+    "tanh":        (5, 3, "output", "nn.Tanh", "(e^{2x}−1)/(e^{2x}+1): multiply, exp, subtract, add, divide; bwd (1−y²)·g"),
+    "gelu":        (8, 12, "input", "nn.GELU", "tanh form 0.5x(1+tanh(√(2/π)(x+0.044715x³))) ≈ 8 operations"),
+    "silu":        (5, 7, "input", "nn.SiLU", "x·sigmoid(x): sigmoid (4) + multiply"),
+    "hardswish":   (5, 4, "input", "nn.Hardswish", "x·min(max(x+3, 0), 6)/6: add, max, min, multiply, divide"),
+    "hardsigmoid": (4, 2, "input", "nn.Hardsigmoid", "min(max(x+3, 0), 6)/6: add, max, min, divide"),
+    "dropout":     (0, 1, "mask", "nn.Dropout", "identity at inference; training multiplies by a mask (1/elem)"),
+    "identity":    (0, 0, "none", "nn.Identity", "no arithmetic"),
+}
+
+
+def _unary_factory(kind: str, fwd: int, bwd: int, saves: str, torch: str, how: str) -> OpRule:
+    def cost(ctx: Ctx) -> Cost:
+        e = numel(ctx.out)
+        return Cost(flops=fwd * e, bwd_input=(bwd * e,))
+
+    def formula(ctx: Ctx, batch: int) -> list[FormulaLine]:
+        return [_mul_formula("FLOPs", ["N", "elements"], [batch, numel(ctx.out)], fwd, f"{fwd} ({how})")]
+
+    def save(ctx: Ctx) -> Saves:
+        if saves == "output":
+            return Saves(output=True)
+        if saves == "input":
+            return Saves(inputs=(0,))
+        if saves == "mask":   # a bool mask of one byte per element, counted as a quarter of an fp32 element
+            return Saves(extra=-(-numel(ctx.out) // 4))
+        return Saves()
+
+    attrs = (Attr("p", "float", 0.5),) if kind == "dropout" else ()
+    return OpRule(kind, "activation" if fwd or kind not in ("dropout", "identity") else "shape", attrs,
+                  shape=lambda ctx: ctx.x, cost=cost, formula=formula, saves=save, channel="pass",
+                  alias=kind in ("dropout", "identity"), copies_in_training=kind == "dropout", doc=how, torch=torch)
+
+
+for _k, _spec in _UNARY.items():
+    register(_unary_factory(_k, *_spec))
+
+
+def _softmax_shape(ctx: Ctx):
+    _sample_dim(ctx, ctx["dim"], len(ctx.x) + 1, "dim")
+    return ctx.x
+
+
+def _softmax_factory(kind: str, torch: str, fwd_how: str, bwd_how: str) -> OpRule:
+    fwd, bwd = 5, 4
+
+    def cost(ctx: Ctx) -> Cost:
+        e = numel(ctx.out)
+        return Cost(flops=fwd * e, bwd_input=(bwd * e,))
+
+    def formula(ctx: Ctx, batch: int) -> list[FormulaLine]:
+        return [_mul_formula("FLOPs", ["N", "elements"], [batch, numel(ctx.out)], fwd, f"5 ({fwd_how})")]
+
+    return OpRule(kind, "activation", (Attr("dim", "int", -1),), _softmax_shape, cost, formula,
+                  saves=lambda ctx: Saves(output=True), channel="pass", doc=f"{fwd_how}; backward {bwd_how}", torch=torch)
+
+
+register(_softmax_factory("softmax", "nn.Softmax", "max, subtract, exp, sum, divide", "y·(g − Σg·y)"))
+register(_softmax_factory("log_softmax", "nn.LogSoftmax", "max, subtract, exp, sum, log-subtract", "g − exp(y)·Σg"))
+
+
+# == normalisation ================================================================================================
+
+def _bn_shape(ctx: Ctx):
+    if len(ctx.x) < 1:
+        raise ctx.fail("expects [N, C, …]")
+    return ctx.x
+
+
+def _bn_params(ctx: Ctx) -> Params:
+    c = ctx.x[0]
+    return Params(trainable=2 * c if ctx["affine"] else 0, buffers=2 * c if ctx["track_running_stats"] else 0)
+
+
+# Inference: y = x·a + b with a = γ/√(var+ε), b = β − mean·a precomputed per channel → 2 FLOPs per element.
+# Training backward: dx = (a/M)·(M·dy − Σdy − x̂·Σ(dy·x̂)) ≈ 6 per element (x̂ recomputed 2, products and sums 4);
+# dγ = Σ dy·x̂, dβ = Σ dy → 3 per element.
+def _bn_cost(ctx: Ctx) -> Cost:
+    e = numel(ctx.x)
+    return Cost(flops=2 * e, bwd_input=(6 * e,), bwd_weight=3 * e if ctx["affine"] else 0)
+
+
+def _bn_formula(ctx: Ctx, batch: int) -> list[FormulaLine]:
+    c = ctx.x[0]
+    return [_mul_formula("FLOPs", ["N", "elements"], [batch, numel(ctx.x)], 2, "2 (scale and shift, folded)"),
+            FormulaLine("params", "2·C (γ, β)", f"2·{c}", _bn_params(ctx).trainable),
+            FormulaLine("buffers", "2·C (running mean, var)", f"2·{c}", _bn_params(ctx).buffers)]
+
+
+register(OpRule(
+    "batch_norm", "norm",
+    (Attr("eps", "float", 1e-5), Attr("momentum", "float", 0.1), Attr("affine", "bool", True),
+     Attr("track_running_stats", "bool", True)),
+    _bn_shape, _bn_cost, _bn_formula, _bn_params,
+    saves=lambda ctx: Saves(inputs=(0,), extra=2 * ctx.x[0]), channel="pass",
+    doc="batch normalisation over dim 1 (BatchNorm1d/2d); num_features follow from the input", torch="nn.BatchNorm2d"))
+
+
+# LayerNorm / GroupNorm compute statistics at inference too: mean (1), variance (subtract, square, add: 3),
+# normalise (subtract, multiply: 2) → 6 per element, + 2 for the affine γ·x̂ + β. Backward as BatchNorm's.
+def _stat_norm_cost(ctx: Ctx, affine: bool) -> Cost:
+    e = numel(ctx.x)
+    return Cost(flops=(8 if affine else 6) * e, bwd_input=(6 * e,), bwd_weight=3 * e if affine else 0)
+
+
+def _ln_shape(ctx: Ctx):
+    if ctx["normalized_ndim"] > len(ctx.x):
+        raise ctx.fail(f"normalises {ctx['normalized_ndim']} trailing dims of a {len(ctx.x) + 1}-d input",
+                       "normalized_ndim", ctx["normalized_ndim"])
+    return ctx.x
+
+
+def _ln_params(ctx: Ctx) -> Params:
+    d = numel(ctx.x[len(ctx.x) - ctx["normalized_ndim"]:])
+    return Params(trainable=(d if ctx["elementwise_affine"] else 0) + (d if ctx["elementwise_affine"] and ctx["bias"] else 0))
+
+
+def _ln_formula(ctx: Ctx, batch: int) -> list[FormulaLine]:
+    k = 8 if ctx["elementwise_affine"] else 6
+    return [_mul_formula("FLOPs", ["N", "elements"], [batch, numel(ctx.x)], k, f"{k} (statistics 4, normalise 2, affine 2)")]
+
+
+register(OpRule(
+    "layer_norm", "norm",
+    (Attr("normalized_ndim", "pos", 1, doc="how many trailing dims are normalised"), Attr("eps", "float", 1e-5),
+     Attr("elementwise_affine", "bool", True), Attr("bias", "bool", True)),
+    _ln_shape, lambda ctx: _stat_norm_cost(ctx, ctx["elementwise_affine"]), _ln_formula, _ln_params,
+    saves=lambda ctx: Saves(inputs=(0,), extra=2 * numel(ctx.x[:len(ctx.x) - ctx["normalized_ndim"]])),
+    channel="pass", doc="layer normalisation over the trailing dims; normalized_shape follows from the input",
+    torch="nn.LayerNorm"))
+
+
+def _gn_shape(ctx: Ctx):
+    if len(ctx.x) < 1:
+        raise ctx.fail("expects [N, C, …]")
+    if ctx.x[0] % ctx["num_groups"]:
+        raise ctx.fail(f"num_groups {ctx['num_groups']} does not divide the {ctx.x[0]} channels", "num_groups", ctx["num_groups"])
+    return ctx.x
+
+
+register(OpRule(
+    "group_norm", "norm", (Attr("num_groups", "pos"), Attr("eps", "float", 1e-5), Attr("affine", "bool", True)),
+    _gn_shape, lambda ctx: _stat_norm_cost(ctx, ctx["affine"]),
+    lambda ctx, batch: [_mul_formula("FLOPs", ["N", "elements"], [batch, numel(ctx.x)], 8 if ctx["affine"] else 6, "per element")],
+    lambda ctx: Params(trainable=2 * ctx.x[0] if ctx["affine"] else 0),
+    saves=lambda ctx: Saves(inputs=(0,), extra=2 * ctx["num_groups"]), channel="pass",
+    doc="group normalisation; num_channels follow from the input", torch="nn.GroupNorm"))
+
+
+# == pooling ======================================================================================================
+
+def _pool_shape(ctx: Ctx):
+    _need_rank(ctx, ctx.x, 3)
+    c, h, w = ctx.x
+    kh, kw = ctx["kernel_size"]
+    st = ctx["stride"]
+    stride = (kh, kw) if st is None or st[0] is None else st
+    ph, pw = ctx["padding"]
+    dh, dw = ctx.attrs.get("dilation", (1, 1))
+    if 2 * ph > kh or 2 * pw > kw:
+        raise ctx.fail(f"padding {ph}×{pw} must be at most half the kernel {kh}×{kw}", "padding", (ph, pw))
+    ho = _window_out(ctx, h, kh, stride[0], ph, dh, ctx["ceil_mode"], "height")
+    wo = _window_out(ctx, w, kw, stride[1], pw, dw, ctx["ceil_mode"], "width")
+    return (c, ho, wo)
+
+
+def _pool_factory(kind: str, torch: str, is_max: bool) -> OpRule:
+    attrs = [Attr("kernel_size", "pair"), Attr("stride", "opt_pair", None, doc="default: kernel_size"),
+             Attr("padding", "pair0", 0), Attr("ceil_mode", "bool", False)]
+    if is_max:
+        attrs.append(Attr("dilation", "pair", 1))
+    else:
+        attrs += [Attr("count_include_pad", "bool", True), Attr("divisor_override", "any", None)]
+
+    def cost(ctx: Ctx) -> Cost:
+        kh, kw = ctx["kernel_size"]
+        o = numel(ctx.out)
+        if is_max:    # k−1 comparisons per output; backward routes each gradient to its argmax (1 add)
+            return Cost(flops=o * (kh * kw - 1), bwd_input=(o,))
+        # k−1 adds + 1 divide per output; backward spreads g/k over the window (1 divide + k adds)
+        return Cost(flops=o * kh * kw, bwd_input=(o * (kh * kw + 1),))
+
+    def formula(ctx: Ctx, batch: int) -> list[FormulaLine]:
+        kh, kw = ctx["kernel_size"]
+        per = kh * kw - 1 if is_max else kh * kw
+        how = "k_h·k_w − 1 comparisons" if is_max else "k_h·k_w − 1 adds + 1 divide"
+        return [_mul_formula("FLOPs", ["N", "outputs"], [batch, numel(ctx.out)], per, f"{per} ({how})")]
+
+    def saves(ctx: Ctx) -> Saves:
+        # max pooling keeps int64 argmax indices: 2 fp32-sized elements per output
+        return Saves(inputs=(0,), extra=2 * numel(ctx.out)) if is_max else Saves()
+
+    return OpRule(kind, "pool", tuple(attrs), _pool_shape, cost, formula, saves=saves, channel="pass", torch=torch)
+
+
+register(_pool_factory("max_pool2d", "nn.MaxPool2d", True))
+register(_pool_factory("avg_pool2d", "nn.AvgPool2d", False))
+
+
+def _adaptive_bins(size: int, out: int) -> int:
+    """Total input positions read by PyTorch's adaptive pooling bins along one axis (bins can overlap)."""
+    return sum(ceil((i + 1) * size / out) - floor(i * size / out) for i in range(out))
+
+
+def _adaptive_shape(ctx: Ctx):
+    _need_rank(ctx, ctx.x, 3)
+    c, h, w = ctx.x
+    oh, ow = ctx["output_size"]
+    return (c, oh or h, ow or w)
+
+
+def _adaptive_factory(kind: str, torch: str, is_max: bool) -> OpRule:
+    def cost(ctx: Ctx) -> Cost:
+        c, h, w = ctx.x
+        _, oh, ow = ctx.out
+        reads = c * _adaptive_bins(h, oh) * _adaptive_bins(w, ow)
+        o = numel(ctx.out)
+        if is_max:       # bin−1 comparisons per output
+            return Cost(flops=reads - o, bwd_input=(o,))
+        return Cost(flops=reads, bwd_input=(reads + o,))   # bin−1 adds + 1 divide per output
+
+    def formula(ctx: Ctx, batch: int) -> list[FormulaLine]:
+        c, h, w = ctx.x
+        _, oh, ow = ctx.out
+        reads = _adaptive_bins(h, oh) * _adaptive_bins(w, ow)
+        val = cost(ctx).flops
+        how = "Σ bins − outputs (comparisons)" if is_max else "Σ bin sizes (adds + 1 divide per output)"
+        return [FormulaLine("FLOPs", f"N·C·{how}", f"{batch}·{c}·{reads}" + (f" − {batch}·{numel(ctx.out)}" if is_max else ""),
+                            batch * val)]
+
+    return OpRule(kind, "pool", (Attr("output_size", "opt_pair"),), _adaptive_shape, cost, formula,
+                  saves=(lambda ctx: Saves(inputs=(0,), extra=2 * numel(ctx.out))) if is_max else (lambda ctx: Saves()),
+                  channel="pass", torch=torch)
+
+
+register(_adaptive_factory("adaptive_avg_pool2d", "nn.AdaptiveAvgPool2d", False))
+register(_adaptive_factory("adaptive_max_pool2d", "nn.AdaptiveMaxPool2d", True))
+
+
+def _interp_shape(ctx: Ctx):
+    if len(ctx.x) != 3:
+        raise ctx.fail("expects [N, C, H, W]")
+    c, h, w = ctx.x
+    size, scale = ctx["size"], ctx["scale_factor"]
+    if (size is None) == (scale is None):
+        raise ctx.fail("give exactly one of size and scale_factor", "size", size)
+    if size is not None:
+        oh, ow = _pair(size, 1, ctx.node, "size")
+    else:
+        s = scale if isinstance(scale, tuple) else (scale, scale)
+        if len(s) != 2 or any(isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0 for v in s):
+            raise ctx.fail("scale_factor must be a positive number or pair", "scale_factor", scale)
+        oh, ow = floor(h * s[0]), floor(w * s[1])
+        if oh < 1 or ow < 1:
+            raise ctx.fail(f"scale_factor {scale} leaves an empty output", "scale_factor", scale)
+    return (c, oh, ow)
+
+
+# nearest copies (0 FLOPs); bilinear blends 4 neighbours with 3 lerps of 3 FLOPs each → 9 per output (11 bicubic…)
+_INTERP_FLOPS = {"nearest": 0, "bilinear": 9, "bicubic": 35}
+
+
+def _interp_cost(ctx: Ctx) -> Cost:
+    o = numel(ctx.out)
+    k = _INTERP_FLOPS[ctx["mode"]]
+    return Cost(flops=k * o, bwd_input=(max(k, 1) * o,))
+
+
+register(OpRule(
+    "interpolate", "pool",
+    (Attr("size", "any", None), Attr("scale_factor", "any", None), Attr("mode", "choice", "nearest", ("nearest", "bilinear", "bicubic")),
+     Attr("align_corners", "any", None)),
+    _interp_shape, _interp_cost,
+    lambda ctx, batch: [_mul_formula("FLOPs", ["N", "outputs"], [batch, numel(ctx.out)], _INTERP_FLOPS[ctx["mode"]], ctx["mode"])],
+    channel="pass", doc="upsample / interpolate", torch="F.interpolate"))
+
+
+# == multi-input elementwise ======================================================================================
+
+def _bin_shape(ctx: Ctx):
+    if len(ctx.ins) == 1:
+        if ctx["scalar"] is None:
+            raise ctx.fail("with one input, give 'scalar'", "scalar")
+        return ctx.x
+    rank = len(ctx.x)
+    out = ctx.x
+    for s in ctx.ins[1:]:
+        if len(s) != rank:
+            raise ctx.fail(f"inputs have different ranks: [N, {', '.join(map(str, ctx.x))}] and [N, {', '.join(map(str, s))}]")
+        out = _broadcast(ctx, out, s, "inputs")
+    return out
+
+
+def _bin_factory(kind: str, torch: str) -> OpRule:
+    def cost(ctx: Ctx) -> Cost:
+        o = numel(ctx.out)
+        ops = max(len(ctx.ins) - 1, 1)
+        # gradient to a broadcast input is summed over the broadcast dims: out − in adds
+        reduce = tuple(o - numel(s) for s in ctx.ins)
+        if kind == "add":
+            return Cost(flops=ops * o, bwd_input=reduce)
+        # mul: each input's gradient is g times the product of the others (k−1 multiplies per element)
+        return Cost(flops=ops * o, bwd_input=tuple(ops * o + r for r in reduce))
+
+    def formula(ctx: Ctx, batch: int) -> list[FormulaLine]:
+        ops = max(len(ctx.ins) - 1, 1)
+        return [_mul_formula("FLOPs", ["N", "elements"], [batch, numel(ctx.out)], ops, f"{ops} (inputs − 1)")]
+
+    saves = (lambda ctx: Saves(inputs=tuple(range(len(ctx.ins))))) if kind == "mul" else (lambda ctx: Saves())
+    return OpRule(kind, "elementwise", (Attr("scalar", "any", None),), _bin_shape, cost, formula, saves=saves,
+                  arity=(1, None), channel="unify", doc=f"elementwise {kind} with broadcasting", torch=torch)
+
+
+register(_bin_factory("add", "torch.add"))
+register(_bin_factory("mul", "torch.mul"))
+
+
+def _concat_shape(ctx: Ctx):
+    rank = len(ctx.x)
+    d = _sample_dim(ctx, ctx["dim"], rank + 1, "dim")
+    for i, s in enumerate(ctx.ins[1:], 1):
+        if len(s) != rank or any(a != b for j, (a, b) in enumerate(zip(ctx.x, s)) if j != d):
+            raise ctx.fail(f"input {i} [N, {', '.join(map(str, s))}] does not match input 0 "
+                           f"[N, {', '.join(map(str, ctx.x))}] outside dim {ctx['dim']}")
+    return ctx.x[:d] + (sum(s[d] for s in ctx.ins),) + ctx.x[d + 1:]
+
+
+register(OpRule(
+    "concat", "shape", (Attr("dim", "int", 1),), _concat_shape,
+    lambda ctx: Cost(bwd_input=tuple(0 for _ in ctx.ins)),
+    lambda ctx, batch: [FormulaLine("FLOPs", "0 (a copy)", "0", 0)], arity=(1, None),
+    doc="torch.cat", torch="torch.cat"))
+
+
+# == shape ops (no arithmetic) ====================================================================================
+
+def _zero_formula(ctx: Ctx, batch: int) -> list[FormulaLine]:
+    return [FormulaLine("FLOPs", "0 (moves or relabels data)", "0", 0)]
+
+
+def _zero_cost(ctx: Ctx) -> Cost:
+    return Cost(bwd_input=(0,) * len(ctx.ins))
+
+
+def _flatten_shape(ctx: Ctx):
+    rank = len(ctx.x) + 1
+    s = _sample_dim(ctx, ctx["start_dim"], rank, "start_dim")
+    e = _sample_dim(ctx, ctx["end_dim"], rank, "end_dim")
+    if e < s:
+        raise ctx.fail(f"end_dim {ctx['end_dim']} comes before start_dim {ctx['start_dim']}", "end_dim", ctx["end_dim"])
+    return ctx.x[:s] + (numel(ctx.x[s:e + 1]),) + ctx.x[e + 1:]
+
+
+register(OpRule("flatten", "shape", (Attr("start_dim", "int", 1), Attr("end_dim", "int", -1)), _flatten_shape,
+                _zero_cost, _zero_formula, alias=True, doc="torch.flatten / nn.Flatten", torch="nn.Flatten"))
+
+
+def _reshape_shape(ctx: Ctx):
+    target = ctx["shape"]
+    total = numel(ctx.x)
+    if sum(1 for d in target if d == -1) > 1:
+        raise ctx.fail("at most one dimension may be -1", "shape", target)
+    if any(d == 0 or d < -1 for d in target):
+        raise ctx.fail("dimensions must be positive (or one -1)", "shape", target)
+    known = numel(tuple(d for d in target if d != -1))
+    if -1 in target:
+        if total % known:
+            raise ctx.fail(f"cannot view {total:,} elements per sample as {list(target)}", "shape", target)
+        target = tuple(total // known if d == -1 else d for d in target)
+    if numel(target) != total:
+        raise ctx.fail(f"cannot view {total:,} elements per sample [{', '.join(map(str, ctx.x))}] as "
+                       f"[{', '.join(map(str, target))}] ({numel(target):,})", "shape", ctx["shape"])
+    return tuple(target)
+
+
+register(OpRule("reshape", "shape", (Attr("shape", "ints", doc="per-sample target shape, batch excluded"),),
+                _reshape_shape, _zero_cost, _zero_formula, alias=True,
+                doc="view/reshape; the batch stays dim 0 (x.view(-1, 320) is shape [320])", torch="Tensor.view"))
+
+
+def _permute_shape(ctx: Ctx):
+    rank = len(ctx.x) + 1
+    dims = ctx["dims"]
+    norm = tuple(d + rank if d < 0 else d for d in dims)
+    if sorted(norm) != list(range(rank)):
+        raise ctx.fail(f"must be a permutation of 0…{rank - 1}", "dims", dims)
+    if norm[0] != 0:
+        raise ctx.fail("the batch dimension must stay first", "dims", dims)
+    full = (None,) + ctx.x
+    return tuple(full[d] for d in norm[1:])
+
+
+register(OpRule("permute", "shape", (Attr("dims", "ints"),), _permute_shape, _zero_cost, _zero_formula, alias=True,
+                doc="permute dims (batch stays dim 0)", torch="Tensor.permute"))
+
+
+def _transpose_shape(ctx: Ctx):
+    rank = len(ctx.x) + 1
+    a = _sample_dim(ctx, ctx["dim0"], rank, "dim0")
+    b = _sample_dim(ctx, ctx["dim1"], rank, "dim1")
+    s = list(ctx.x)
+    s[a], s[b] = s[b], s[a]
+    return tuple(s)
+
+
+register(OpRule("transpose", "shape", (Attr("dim0", "int"), Attr("dim1", "int")), _transpose_shape, _zero_cost,
+                _zero_formula, alias=True, torch="Tensor.transpose"))
+
+
+def _shuffle_shape(ctx: Ctx):
+    if len(ctx.x) < 1 or ctx.x[0] % ctx["groups"]:
+        raise ctx.fail(f"groups {ctx['groups']} does not divide the {ctx.x[0] if ctx.x else 0} channels", "groups", ctx["groups"])
+    return ctx.x
+
+
+register(OpRule("channel_shuffle", "shape", (Attr("groups", "pos"),), _shuffle_shape, _zero_cost, _zero_formula,
+                channel="pass", doc="ShuffleNet channel shuffle (a copy)", torch="nn.ChannelShuffle"))
+
+
+def _param_shape(ctx: Ctx):
+    if ctx.ins:
+        raise ctx.fail("takes no inputs")
+    if any(d < 1 for d in ctx["shape"]):
+        raise ctx.fail("dimensions must be positive", "shape", ctx["shape"])
+    return tuple(ctx["shape"])
+
+
+register(OpRule("parameter", "misc", (Attr("shape", "ints"), Attr("trainable", "bool", True)), _param_shape,
+                lambda ctx: Cost(), lambda ctx, batch: [FormulaLine("params", "∏ shape", _dims(ctx.out), numel(ctx.out))],
+                lambda ctx: Params(trainable=numel(ctx.out)) if ctx["trainable"] else Params(frozen=numel(ctx.out)),
+                arity=(0, 0), doc="a learned tensor broadcast over the batch (class token, position embedding)",
+                torch="nn.Parameter"))

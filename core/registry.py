@@ -1,0 +1,253 @@
+"""The op registry: one ``OpRule`` per op kind, holding its attributes, shape rule, cost rule, parameter rule,
+memory behaviour and pen-and-paper formula together. Rules are registered once (a duplicate is an error) and look
+only at shapes and attributes: no tensors, no torch.
+
+Shapes given to rules are per sample (batch dimension left out); everything a rule returns is per sample too, except
+parameter counts, which do not depend on the batch. ``core.graph`` scales by the batch size.
+
+Convention (stated once, shown in the UI): **1 multiply-add (MAC) = 2 FLOPs.** MACs are counted for conv, linear,
+matmul and attention (the multiply-adds that torchvision's "GFLOPS", torchinfo and fvcore report); for those ops
+FLOPs = 2 × MACs, the bias add absorbed (K multiplies + (K−1) adds + 1 bias add = 2K per output).
+Elementwise, normalisation and pooling ops add FLOPs but no MACs.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from math import prod
+from typing import Any, Callable
+
+from .errors import NetworkError
+
+FLOPS_PER_MAC = 2
+
+MAX_DIM = 2 ** 24          # 16,777,216: larger tensor dimensions are rejected as absurd (10^12 channels)
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "<required>"
+
+
+REQUIRED = _Required()
+
+
+@dataclass(frozen=True)
+class Attr:
+    """An attribute of an op. ``kind`` is one of: ``int`` (any integer), ``pos`` (integer ≥ 1), ``nonneg``
+    (integer ≥ 0), ``pair`` (int or 2 ints, each ≥ 1), ``pair0`` (each ≥ 0), ``bool``, ``float``, ``padding``
+    (``pair0`` or "same"/"valid"), ``ints`` (a list of integers), ``opt_pair`` (pair whose entries may be null),
+    ``choice`` (one of ``choices``), ``any``."""
+
+    name: str
+    kind: str
+    default: Any = REQUIRED
+    choices: tuple = ()
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Per-sample arithmetic of one node. ``bwd_input`` holds the FLOPs of the gradient w.r.t. each input, in input
+    order (only inputs that carry a gradient are counted by ``core.graph``); ``bwd_weight`` the FLOPs of the
+    gradient w.r.t. the node's own parameters."""
+
+    macs: int = 0
+    flops: int = 0
+    bwd_input: tuple[int, ...] = ()
+    bwd_weight: int = 0
+
+
+@dataclass(frozen=True)
+class Params:
+    trainable: int = 0
+    buffers: int = 0     # non-trainable state such as BatchNorm running mean/var (not counted as parameters)
+    frozen: int = 0      # parameters that are not trained (requires_grad=False)
+
+
+@dataclass(frozen=True)
+class Saves:
+    """What the op keeps for its backward pass: which inputs (by index), whether its output, and extra per-sample
+    elements of its own (a dropout mask, max-pool indices, BatchNorm's per-channel statistics)."""
+
+    inputs: tuple[int, ...] = ()
+    output: bool = False
+    extra: int = 0
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """What every rule sees: the node's name, its attributes with defaults filled in, per-sample input shapes, and
+    (for all rules but ``shape``) the per-sample output shape."""
+
+    node: str
+    attrs: dict
+    ins: tuple[tuple[int, ...], ...]
+    out: tuple[int, ...] = ()
+
+    def __getitem__(self, key: str) -> Any:
+        return self.attrs[key]
+
+    def fail(self, reason: str, field: str | None = None, value: Any = None) -> NetworkError:
+        return NetworkError(reason, node=self.node, field=field, value=value)
+
+    @property
+    def x(self) -> tuple[int, ...]:
+        return self.ins[0]
+
+
+@dataclass(frozen=True)
+class FormulaLine:
+    """One pen-and-paper step: ``label`` (e.g. "MACs"), the formula in symbols, the same with numbers substituted,
+    and its value."""
+
+    label: str
+    symbolic: str
+    substituted: str
+    value: int
+
+    def __str__(self) -> str:
+        return f"{self.label} = {self.symbolic} = {self.substituted} = {self.value:,}"
+
+
+def _no_params(ctx: Ctx) -> Params:
+    return Params()
+
+
+def _no_saves(ctx: Ctx) -> Saves:
+    return Saves()
+
+
+@dataclass(frozen=True)
+class OpRule:
+    kind: str
+    category: str            # conv | linear | matmul | attention | norm | activation | pool | elementwise | shape | misc
+    attrs: tuple[Attr, ...]
+    shape: Callable[[Ctx], tuple[int, ...]]
+    cost: Callable[[Ctx], Cost]
+    formula: Callable[[Ctx, int], list[FormulaLine]]
+    params: Callable[[Ctx], Params] = _no_params
+    saves: Callable[[Ctx], Saves] = _no_saves
+    arity: tuple[int, int | None] = (1, 1)
+    alias: bool = False      # the output is a view of input 0: no new memory
+    copies_in_training: bool = False   # an alias at inference that makes a new tensor in training (dropout)
+    # How the output's feature-channel dimension relates to the inputs', for what-if edits (core.edit):
+    #   "new": the node defines it (field ``channel_field``); "pass": same as input 0; "unify": all inputs of equal
+    #   channel size are tied together (residual add); "none": derived, not an edit target.
+    channel: str = "none"
+    channel_field: str | None = None
+    doc: str = ""
+    torch: str = ""          # the PyTorch module or function this rule mirrors
+
+
+REGISTRY: dict[str, OpRule] = {}
+
+
+def register(rule: OpRule) -> OpRule:
+    if rule.kind in REGISTRY:
+        raise RuntimeError(f"op '{rule.kind}' is registered twice")
+    REGISTRY[rule.kind] = rule
+    return rule
+
+
+def get_rule(kind: str, node: str) -> OpRule:
+    rule = REGISTRY.get(kind)
+    if rule is None:
+        close = difflib.get_close_matches(kind, REGISTRY, n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else f"; known ops: {', '.join(sorted(REGISTRY))}"
+        raise NetworkError(f"unknown op '{kind}'{hint}", node=node, field="op", value=kind)
+    return rule
+
+
+# -- attribute validation ----------------------------------------------------------------------------------------
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _pair(v: Any, minimum: int, node: str, name: str) -> tuple[int, int]:
+    if _is_int(v):
+        v = (v, v)
+    if not (isinstance(v, tuple) and len(v) == 2 and all(_is_int(a) for a in v)):
+        raise NetworkError("expected an integer or a pair of integers", node=node, field=name, value=v)
+    if min(v) < minimum:
+        raise NetworkError(f"must be ≥ {minimum}", node=node, field=name, value=v)
+    if max(v) > MAX_DIM:
+        raise NetworkError(f"is absurdly large (limit {MAX_DIM:,})", node=node, field=name, value=v)
+    return v
+
+
+def validate_attrs(rule: OpRule, node: str, given: dict) -> dict:
+    known = {a.name for a in rule.attrs}
+    for k in given:
+        if k not in known:
+            close = difflib.get_close_matches(k, known, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else f" ({rule.kind} takes: {', '.join(sorted(known)) or 'none'})"
+            raise NetworkError(f"unknown attribute for op '{rule.kind}'{hint}", node=node, field=k, value=given[k])
+    out = {}
+    for a in rule.attrs:
+        if a.name not in given:
+            if a.default is REQUIRED:
+                raise NetworkError(f"required by op '{rule.kind}'", node=node, field=a.name)
+            out[a.name] = a.default if a.default is None else _check(a, a.default, node)
+            continue
+        out[a.name] = _check(a, given[a.name], node)
+    return out
+
+
+def _check(a: Attr, v: Any, node: str) -> Any:
+    k = a.kind
+    if k == "any":
+        return v
+    if k in ("int", "pos", "nonneg"):
+        if not _is_int(v):
+            raise NetworkError("expected an integer", node=node, field=a.name, value=v)
+        if k == "pos" and v < 1:
+            raise NetworkError("must be a positive integer", node=node, field=a.name, value=v)
+        if k == "nonneg" and v < 0:
+            raise NetworkError("must be ≥ 0", node=node, field=a.name, value=v)
+        if abs(v) > MAX_DIM:
+            raise NetworkError(f"is absurdly large (limit {MAX_DIM:,})", node=node, field=a.name, value=v)
+        return v
+    if k == "pair":
+        return _pair(v, 1, node, a.name)
+    if k == "pair0":
+        return _pair(v, 0, node, a.name)
+    if k == "padding":
+        if isinstance(v, str):
+            if v not in ("same", "valid"):
+                raise NetworkError("padding must be an integer, a pair, 'same' or 'valid'", node=node, field=a.name, value=v)
+            return v
+        return _pair(v, 0, node, a.name)
+    if k == "bool":
+        if not isinstance(v, bool):
+            raise NetworkError("expected true or false", node=node, field=a.name, value=v)
+        return v
+    if k == "float":
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise NetworkError("expected a number", node=node, field=a.name, value=v)
+        return float(v)
+    if k == "ints":
+        if _is_int(v):
+            v = (v,)
+        if not (isinstance(v, tuple) and all(_is_int(i) for i in v)):
+            raise NetworkError("expected a list of integers", node=node, field=a.name, value=v)
+        if any(abs(i) > MAX_DIM for i in v):
+            raise NetworkError(f"is absurdly large (limit {MAX_DIM:,})", node=node, field=a.name, value=v)
+        return v
+    if k == "opt_pair":
+        if v is None or _is_int(v):
+            v = (v, v)
+        if not (isinstance(v, tuple) and len(v) == 2 and all(i is None or (_is_int(i) and 1 <= i <= MAX_DIM) for i in v)):
+            raise NetworkError("expected a positive integer, a pair of them, or null", node=node, field=a.name, value=v)
+        return v
+    if k == "choice":
+        if v not in a.choices:
+            raise NetworkError(f"must be one of {', '.join(map(repr, a.choices))}", node=node, field=a.name, value=v)
+        return v
+    raise RuntimeError(f"attribute kind {k!r} of {a.name} has no check")
+
+
+def numel(shape: tuple[int, ...]) -> int:
+    return prod(shape)

@@ -1,0 +1,202 @@
+"""An analysis at one batch size, precision and optimizer: totals and one row per node.
+
+Built from a ``Compiled`` network by arithmetic alone: totals are O(1), the per-layer rows are built on first use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from .errors import NetworkError
+from .graph import Compiled, NodeInfo
+from .precision import Precision, optimizer_states, precision
+from .registry import FLOPS_PER_MAC, MAX_DIM, FormulaLine
+
+CONVENTION = "1 multiply-add (MAC) = 2 FLOPs; MACs count conv, linear, matmul and attention multiply-adds."
+
+MAX_BATCH = MAX_DIM   # 16,777,216 samples; a batch of 10^9 is rejected as absurd
+
+
+def check_batch(batch_size) -> int:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int):
+        raise NetworkError("batch size must be an integer", field="batch_size", value=batch_size)
+    if batch_size < 1:
+        raise NetworkError("batch size must be at least 1", field="batch_size", value=batch_size)
+    if batch_size > MAX_BATCH:
+        raise NetworkError(f"batch size is absurdly large (limit {MAX_BATCH:,})", field="batch_size", value=batch_size)
+    return batch_size
+
+
+def _ratio(num: float, den: float) -> float | None:
+    return num / den if den else None
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One node's numbers at the report's batch size and precision."""
+
+    name: str
+    op: str
+    category: str
+    inputs: tuple[str, ...]
+    input_shapes: tuple[tuple[int, ...], ...]
+    output_shape: tuple[int, ...]     # batch first
+    params: int
+    trainable_params: int
+    buffers: int
+    macs: int
+    flops: int
+    backward_flops: int
+    backward_input_flops: int
+    backward_weight_flops: int
+    weight_bytes: int                 # parameters and buffers read
+    input_bytes: int
+    output_bytes: int
+    activation_bytes: int             # memory the output takes (0 for a view)
+
+    @property
+    def bytes(self) -> int:
+        return self.weight_bytes + self.input_bytes + self.output_bytes
+
+    @property
+    def arithmetic_intensity(self) -> float | None:
+        """Forward FLOPs per byte moved (weights + inputs + outputs); None for a layer that moves nothing."""
+        return _ratio(self.flops, self.bytes)
+
+    def as_dict(self) -> dict:
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        d["output_shape"] = list(self.output_shape)
+        d["input_shapes"] = [list(s) for s in self.input_shapes]
+        d["inputs"] = list(self.inputs)
+        d["bytes"] = self.bytes
+        d["arithmetic_intensity"] = self.arithmetic_intensity
+        return d
+
+
+class Report:
+    """``analyze()``'s result. ``totals`` is a dict; ``layers`` a list of ``Layer``; ``to_pandas()`` a DataFrame."""
+
+    def __init__(self, compiled: Compiled, batch_size: int = 1, dtype: str = "fp32", optimizer: str = "sgd_momentum"):
+        self.compiled = compiled
+        self.batch_size = check_batch(batch_size)
+        self.precision: Precision = precision(dtype)
+        self.dtype = self.precision.name
+        self.optimizer = optimizer
+        self._states = optimizer_states(optimizer)
+
+    @property
+    def name(self) -> str:
+        return self.compiled.network.name
+
+    @property
+    def input_shape(self) -> tuple[int, ...]:
+        return next(iter(self.compiled.input_shapes.values()))
+
+    @cached_property
+    def totals(self) -> dict:
+        c, n, p = self.compiled, self.batch_size, self.precision
+        params = c.trainable + c.frozen
+        param_bytes = params * p.weight
+        buffer_bytes = c.buffers * p.weight
+        activation_bytes = c.peak_live * n * p.activation
+        saved = c.saved * n * p.activation
+        grads = c.trainable * p.grad
+        master = params * p.master
+        opt = c.trainable * self._states * p.state
+        traffic = c.weight_elems_read * p.weight + c.moved_elems * n * p.activation
+        flops = c.flops * n
+        return {
+            "params": params,
+            "trainable_params": c.trainable,
+            "non_trainable_params": c.frozen,
+            "buffers": c.buffers,
+            "macs": c.macs * n,
+            "flops": flops,
+            "backward_flops": c.bwd_flops * n,
+            "training_flops": (c.flops + c.bwd_flops) * n,
+            "param_bytes": param_bytes,
+            "buffer_bytes": buffer_bytes,
+            "input_bytes": c.input_elems * n * p.activation,
+            "output_bytes": c.output_elems * n * p.activation,
+            "activation_bytes": activation_bytes,          # inference: peak of live activations
+            "activation_peak_at": c.peak_at,
+            "inference_bytes": param_bytes + buffer_bytes + activation_bytes,
+            "saved_activation_bytes": saved,               # training: kept from forward for backward
+            "gradient_bytes": grads,
+            "master_weight_bytes": master,
+            "optimizer_bytes": opt,
+            "training_bytes": param_bytes + buffer_bytes + master + grads + opt + saved,
+            "memory_traffic_bytes": traffic,
+            "arithmetic_intensity": _ratio(flops, traffic),
+        }
+
+    @cached_property
+    def layers(self) -> list[Layer]:
+        return [self._layer(info) for info in self.compiled.nodes]
+
+    def _layer(self, i: NodeInfo) -> Layer:
+        n, p = self.batch_size, self.precision
+        moves = i.moves_data
+        return Layer(
+            name=i.name, op=i.op, category=i.rule.category, inputs=i.inputs, input_shapes=i.in_shapes,
+            output_shape=(n,) + i.out_shape,
+            params=i.params.trainable + i.params.frozen, trainable_params=i.params.trainable, buffers=i.params.buffers,
+            macs=i.cost.macs * n, flops=i.cost.flops * n,
+            backward_flops=(i.bwd_input_flops + i.bwd_weight_flops) * n,
+            backward_input_flops=i.bwd_input_flops * n, backward_weight_flops=i.bwd_weight_flops * n,
+            weight_bytes=(i.params.trainable + i.params.frozen + i.params.buffers) * p.weight,
+            input_bytes=i.in_elems * n * p.activation if moves else 0,
+            output_bytes=i.out_elems * n * p.activation if moves else 0,
+            activation_bytes=i.out_elems * n * p.activation if moves else 0,
+        )
+
+    def layer(self, name: str) -> Layer:
+        info = self.compiled.by_name.get(name)
+        if info is None:
+            raise NetworkError("no such layer", node=name)
+        return self._layer(info)
+
+    def explain(self, name: str) -> list[FormulaLine]:
+        """The pen-and-paper arithmetic of one layer at this batch size, numbers substituted."""
+        info = self.compiled.by_name.get(name)
+        if info is None:
+            raise NetworkError("no such layer", node=name)
+        return info.rule.formula(info.ctx, self.batch_size)
+
+    def with_batch(self, batch_size: int) -> "Report":
+        return Report(self.compiled, batch_size, self.dtype, self.optimizer)
+
+    def flops_by_op(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for layer in self.layers:
+            out[layer.op] = out.get(layer.op, 0) + layer.flops
+        return out
+
+    def to_dict(self) -> dict:
+        return {
+            "model": self.name,
+            "input_shape": list(self.input_shape),
+            "batch_size": self.batch_size,
+            "dtype": self.dtype,
+            "optimizer": self.optimizer,
+            "convention": CONVENTION,
+            "totals": self.totals,
+            "layers": [layer.as_dict() for layer in self.layers],
+        }
+
+    def to_pandas(self):
+        import pandas as pd   # lazily: core itself needs no pandas
+
+        rows = [layer.as_dict() for layer in self.layers]
+        df = pd.DataFrame(rows)
+        df["output_shape"] = df["output_shape"].map(lambda s: "×".join(map(str, s)))
+        return df.drop(columns=["input_shapes"])
+
+    def __repr__(self) -> str:
+        t = self.totals
+        return (f"<Report {self.name} batch={self.batch_size} {self.dtype}: {t['params']:,} params, "
+                f"{t['macs']:,} MACs = {t['flops']:,} FLOPs>")
+
+
+__all__ = ["Report", "Layer", "CONVENTION", "FLOPS_PER_MAC", "check_batch"]
