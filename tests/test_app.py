@@ -1,0 +1,48 @@
+"""The Streamlit page renders, updates when a control moves, and shows bad input as a message, not a traceback."""
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import core
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+
+
+@pytest.fixture()
+def app():
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception
+    return at
+
+
+def _metric(at, label):
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def test_first_page_shows_mnist_totals(app):
+    assert _metric(app, "Parameters") == f"{core.analyze('mnist_cnn').totals['params']:,}"   # 1,199,882
+    assert core.CONVENTION in [c.value for c in app.sidebar.caption]
+
+
+def test_controls_update_numbers(app):
+    app.selectbox(key="model").set_value("resnet18").run()
+    assert _metric(app, "Parameters") == "11,689,512"          # torchvision resnet18 num_params
+    before = float(_metric(app, "Forward GMACs"))
+    app.number_input(key="batch_size").set_value(8).run()
+    after = float(_metric(app, "Forward GMACs"))
+    assert after == pytest.approx(8 * before, rel=1e-3)         # MACs are linear in batch
+
+
+def test_bad_input_shape_is_a_message_not_a_traceback(app):
+    app.text_input(key="input_shape").set_value("3x0x2").run()
+    assert not app.exception
+    assert "input_shape" in app.error[0].value and "3x0x2" in app.error[0].value
+    app.text_input(key="input_shape").set_value("").run()       # the user's network is still there
+    assert not app.error and _metric(app, "Parameters") == "1,199,882"
+
+
+def test_explain_shows_substituted_arithmetic(app):
+    text = " ".join(m.value for m in app.markdown)
+    assert "10,616,832" in text and "21,233,664" in text        # conv2: 64·24·24 × 32·3·3 MACs, ×2 FLOPs
