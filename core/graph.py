@@ -217,6 +217,8 @@ def _inference_peak(infos: list[NodeInfo], network: Network, outputs) -> tuple[i
         for r in {roots[s] for s in n.inputs}:
             if last_use.get(r) == n.index and r not in keep:
                 live -= size.get(r, 0)
+        if n.moves_data and n.name not in last_use and n.name not in keep:
+            live -= n.out_elems        # a dead end: nothing reads it, so it is freed at once
     return peak, peak_at
 
 
