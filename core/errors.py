@@ -8,8 +8,8 @@ whatever the user had; nothing in ``core`` lets a raw traceback through for bad 
 from __future__ import annotations
 
 
-class NetworkError(ValueError):
-    """An invalid network, attribute, input shape, batch size or JSON document."""
+class CalcError(ValueError):
+    """Base of every input error the calculator reports (bad network, bad device, bad estimate settings)."""
 
     def __init__(self, reason: str, *, node: str | None = None, field: str | None = None, value=None):
         self.node = node
@@ -26,3 +26,11 @@ class NetworkError(ValueError):
             where.append(f"field '{self.field}'" + ("" if self.value is None else f" = {self.value!r}"))
         prefix = ": ".join([", ".join(where)]) if where else ""
         return f"{prefix}: {self.reason}" if prefix else self.reason
+
+
+class NetworkError(CalcError):
+    """An invalid network, attribute, input shape, batch size or JSON document."""
+
+
+class DeviceError(CalcError):
+    """An invalid or unknown device or interconnect, or a precision the device does not have."""

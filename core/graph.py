@@ -62,8 +62,27 @@ class NodeInfo:
     def moves_data(self) -> bool:
         return not self.rule.alias and self.op != "parameter"
 
+    @property
+    def bwd_act_elems(self) -> int:
+        """Activation elements the backward pass of this node reads and writes, per sample: the output gradient
+        in, each needed input gradient out, and the tensors it saved read back."""
+        if not self.needs_grad or not self.moves_data:
+            return 0
+        saved = sum(prod(self.in_shapes[i]) for i in self.saves.inputs) + (self.out_elems if self.saves.output else 0)
+        grads = sum(prod(s) for s, g in zip(self.in_shapes, self.grad_in) if g)
+        return self.out_elems + grads + saved + self.saves.extra
 
-@dataclass(frozen=True)
+    @property
+    def bwd_weight_elems(self) -> int:
+        """Weight elements the backward pass touches (batch-independent): weights read for the input gradient,
+        weight gradients written."""
+        if not self.needs_grad:
+            return 0
+        weights = self.params.trainable + self.params.frozen
+        return (weights if any(self.grad_in) else 0) + self.params.trainable
+
+
+@dataclass(frozen=True, eq=False)     # identity semantics: one Compiled per network, usable as a cache key
 class Compiled:
     network: Network
     nodes: tuple[NodeInfo, ...]

@@ -53,6 +53,7 @@ class Layer(NamedTuple):
     input_bytes: int
     output_bytes: int
     activation_bytes: int             # memory the output takes (0 for a view)
+    backward_bytes: int               # bytes the backward pass moves: gradients in/out, saved tensors, weights
 
     @property
     def bytes(self) -> int:
@@ -148,6 +149,7 @@ class Report:
             input_bytes=i.in_elems * n * p.activation if moves else 0,
             output_bytes=i.out_elems * n * p.activation if moves else 0,
             activation_bytes=i.out_elems * n * p.activation if moves else 0,
+            backward_bytes=i.bwd_act_elems * n * p.activation + i.bwd_weight_elems * p.weight,
         )
 
     def layer(self, name: str) -> Layer:
