@@ -5,7 +5,7 @@ Pure Python: importing ``core`` imports neither torch nor streamlit. ``from core
 
 from .api import analyze, load_network, parse_shape
 from .edit import EditResult, channel_groups, edit
-from .errors import NetworkError
+from .errors import CalcError, DeviceError, NetworkError
 from .graph import Compiled, compile_network
 from .ir import SCHEMA_VERSION, Network, Node
 from .precision import OPTIMIZERS, PRECISIONS
@@ -14,7 +14,7 @@ from .report import CONVENTION, Layer, Report
 from .zoo import names as builtin_names
 
 __all__ = [
-    "analyze", "load_network", "parse_shape", "edit", "EditResult", "channel_groups", "NetworkError",
+    "analyze", "load_network", "parse_shape", "edit", "EditResult", "channel_groups", "CalcError", "DeviceError", "NetworkError",
     "compile_network", "Compiled", "Network", "Node", "SCHEMA_VERSION", "PRECISIONS", "OPTIMIZERS",
     "FLOPS_PER_MAC", "REGISTRY", "CONVENTION", "Layer", "Report", "builtin_names",
 ]

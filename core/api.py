@@ -23,6 +23,8 @@ def load_network(model: Any) -> Network:
                     text = f.read()
             except OSError as e:
                 raise NetworkError(f"cannot read the file: {e.strerror}", field="model", value=model) from None
+            except UnicodeDecodeError:
+                raise NetworkError("the file is not UTF-8 text", field="model", value=model) from None
             return Network.from_json(text)
         return zoo.get(model)
     raise NetworkError(f"expected a built-in name, a JSON path or a Network, got {type(model).__name__}",
@@ -32,6 +34,9 @@ def load_network(model: Any) -> Network:
 def parse_shape(text: Any) -> tuple[int, ...]:
     """'3x224x224', '3,224,224', (3, 224, 224) → (3, 224, 224): the per-sample input shape, batch excluded."""
     if isinstance(text, (tuple, list)):
+        if not all(isinstance(p, int) and not isinstance(p, bool) for p in text):
+            raise NetworkError("input shape must be whole numbers, like (3, 224, 224)", field="input_shape",
+                               value=text)
         parts = list(text)
     else:
         parts = [p for p in str(text).lower().replace("×", "x").replace(",", "x").replace(" ", "").split("x") if p]

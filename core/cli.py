@@ -9,7 +9,7 @@ import argparse
 import json
 import sys
 
-from .errors import NetworkError
+from .errors import CalcError
 from .precision import OPTIMIZERS, PRECISIONS
 from .report import CONVENTION, Report
 
@@ -70,7 +70,86 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--json", action="store_true", help="print JSON instead of a table")
     a.add_argument("--explain", metavar="LAYER", help="print one layer's pen-and-paper arithmetic")
     sub.add_parser("list", help="list the built-in networks")
+
+    d = sub.add_parser("devices", help="the hardware database with figures and sources")
+    d.add_argument("--json", action="store_true")
+    d.add_argument("--file", help="a device JSON file instead of device_specs.json")
+
+    e = sub.add_parser("estimate", help="PALEO time estimate and roofline on a device")
+    e.add_argument("model", help="a built-in network or an IR JSON file")
+    e.add_argument("--device", required=True, help="device id or name (case-insensitive)")
+    e.add_argument("--input", help="per-sample input shape, e.g. 3x224x224")
+    e.add_argument("--batch", type=int, default=1)
+    e.add_argument("--dtype", default="fp32", help=f"one of {', '.join(PRECISIONS)}")
+    e.add_argument("--optimizer", default="sgd_momentum", help=f"one of {', '.join(OPTIMIZERS)}")
+    e.add_argument("--ppp", type=float, default=1.0,
+                   help="platform percent of peak for compute, in (0, 1]; 1.0 = datasheet peak (default)")
+    e.add_argument("--ppp-memory", type=float, default=None, help="PPP for memory bandwidth (default: --ppp)")
+    e.add_argument("--variant", default="paleo", choices=("paleo", "roofline"),
+                   help="paleo: read + compute + write per layer; roofline: max(compute, memory)")
+    e.add_argument("--conv-algo", default="direct", choices=("direct", "fft", "winograd", "auto"))
+    e.add_argument("--fused", action="store_true", help="elementwise and norm layers do not round-trip memory")
+    e.add_argument("--workers", type=int, default=1, help="data-parallel workers")
+    e.add_argument("--link", help="interconnect id or name for --workers > 1")
+    e.add_argument("--ppp-comm", type=float, default=1.0, help="PPP of the interconnect")
+    e.add_argument("--allreduce", default="ring", choices=("ring", "tree", "parameter_server"))
+    e.add_argument("--file", help="a device JSON file instead of device_specs.json")
+    e.add_argument("--json", action="store_true")
     return p
+
+
+def _si(v: float, unit: str) -> str:
+    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= factor:
+            return f"{v / factor:,.2f} {prefix}{unit}"
+    return f"{v:,.2f} {unit}"
+
+
+def _seconds(s: float) -> str:
+    return f"{s * 1e3:,.3f} ms" if s < 1 else f"{s:,.3f} s"
+
+
+def format_devices(db) -> str:
+    lines = []
+    for dv in db.devices.values():
+        peaks = ", ".join(f"{k} {_si(v, 'FLOP/s')}" for k, v in dv.peak_flops.items())
+        cap = f", {dv.memory_capacity / 2**30:,.0f} GiB" if dv.memory_capacity else ""
+        lines.append(f"{dv.id:<22} {dv.name} ({dv.kind}, {dv.year}): {peaks}; {_si(dv.memory_bandwidth, 'B/s')}{cap}")
+        lines.append(f"{'':<22} source: {dv.source}" + (f" — {dv.note}" if dv.note else ""))
+    lines.append("")
+    for lk in db.interconnects.values():
+        lines.append(f"{lk.id:<22} {lk.name}: {_si(lk.bandwidth, 'B/s')}; source: {lk.source}")
+    for prob in db.problems:
+        lines.append(f"left out: {prob}")
+    return "\n".join(lines)
+
+
+def format_estimate(est) -> str:
+    t, r = est.totals, est.roofline
+    ppp = "1.0 = datasheet peak, an optimistic bound" if est.ppp == 1 and est.ppp_memory == 1 else \
+        f"compute {est.ppp:g}, memory {est.ppp_memory:g}"
+    rows = sorted(est.layers, key=lambda row: -row["forward_s"])[:10]
+    width = max(len(row["name"]) for row in rows)
+    out = [f"{est.report.name} on {est.device.name}, batch {est.report.batch_size}, {est.report.dtype}, "
+           f"{est.variant} model, PPP {ppp}",
+           f"Peak {_si(est.peak, 'FLOP/s')}, bandwidth {_si(est.bandwidth, 'B/s')}, "
+           f"ridge {r['ridge_flop_per_byte']:,.2f} FLOP/byte",
+           f"Forward:        {_seconds(t['forward_s'])}  (compute {_seconds(t['forward_compute_s'])}, "
+           f"memory {_seconds(t['forward_memory_s'])})  → {t['inference_samples_per_s']:,.1f} samples/s",
+           f"Backward:       {_seconds(t['backward_s'])}",
+           f"Weight update:  {_seconds(t['update_s'])} ({est.report.optimizer})"]
+    if est.workers > 1:
+        out.append(f"All-reduce:     {_seconds(t['communication_s'])} ({est.allreduce}, {est.workers} workers over "
+                   f"{est.link.name})")
+    out += [f"Training step:  {_seconds(t['training_step_s'])}  → {t['samples_per_s']:,.1f} samples/s",
+            f"Roofline:       intensity {r['arithmetic_intensity']:,.2f} FLOP/byte → {r['bound']}-bound, "
+            f"attainable {_si(r['attainable_flop_per_s'], 'FLOP/s')}",
+            "", f"Slowest layers (forward):"]
+    for row in rows:
+        ai = row["arithmetic_intensity"]
+        out.append(f"  {row['name']:<{width}}  {_seconds(row['forward_s']):>12}  {row['share'] * 100:5.1f}%  "
+                   f"{(f'{ai:,.1f}' if ai is not None else '—'):>9} FLOP/B  {row['bound']}")
+    return "\n".join(out)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -79,6 +158,21 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "list":
             from .zoo import names
             print("\n".join(names()))
+            return 0
+        if args.cmd in ("devices", "estimate"):
+            from .devices import load_devices
+            db = load_devices(args.file)
+            if args.cmd == "devices":
+                print(json.dumps({"devices": [d.to_dict() for d in db.devices.values()],
+                                  "interconnects": [i.to_dict() for i in db.interconnects.values()],
+                                  "problems": list(db.problems)}, indent=1) if args.json else format_devices(db))
+                return 0
+            from .paleo import estimate
+            est = estimate(args.model, args.device, batch_size=args.batch, dtype=args.dtype, ppp=args.ppp,
+                           ppp_memory=args.ppp_memory, optimizer=args.optimizer, variant=args.variant,
+                           conv_algorithm=args.conv_algo, fused=args.fused, workers=args.workers, link=args.link,
+                           ppp_comm=args.ppp_comm, allreduce=args.allreduce, input_shape=args.input, db=db)
+            print(json.dumps(est.to_dict(), indent=1) if args.json else format_estimate(est))
             return 0
         from .api import analyze
         report = analyze(args.model, input_shape=args.input, batch_size=args.batch, dtype=args.dtype,
@@ -90,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(report.to_dict(), indent=1))
         else:
             print(format_table(report))
-    except NetworkError as e:
+    except CalcError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     return 0

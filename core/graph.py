@@ -98,7 +98,8 @@ class Compiled:
     buffers: int
     peak_live: int          # inference: the largest sum of live activation elements
     peak_at: str            # the node during which that peak occurs
-    saved: int              # training: activation elements kept for backward
+    saved: int              # training: activation elements per sample kept for backward
+    saved_fixed: int        # training: elements kept for backward once per batch (BatchNorm statistics)
     input_elems: int
     output_elems: int
     weight_elems_read: int  # parameters and buffers every forward pass reads (batch-independent)
@@ -152,9 +153,6 @@ def _topo_order(network: Network) -> list[int]:
         stuck = [network.nodes[i].name for i, d in enumerate(indeg) if d > 0]
         raise NetworkError(f"the graph has a cycle through {', '.join(stuck[:5])}", node=stuck[0], field="inputs",
                            value=list(network.nodes[names[stuck[0]]].inputs))
-    for o in network.outputs:
-        if o not in names and o not in inputs:
-            raise NetworkError(f"output '{o}' is not a node of the network", node=network.name, field="outputs", value=o)
     return order
 
 
@@ -169,6 +167,8 @@ def compile_network(network: Network) -> Compiled:
 def _compile_cached(network: Network) -> Compiled:
     for name, shape in network.inputs:
         _check_shape(shape, f"input '{name}'")
+    if not network.nodes:
+        raise NetworkError("the network has no layers", node=network.name, field="nodes", value=[])
     order = _topo_order(network)
     shapes = dict(network.input_shapes)
     carries = {name: False for name in shapes}
@@ -197,6 +197,9 @@ def _compile_cached(network: Network) -> Compiled:
         shapes[node.name] = out
         carries[node.name] = needs
         root[node.name] = info.root
+    for o in network.outputs:
+        if o not in shapes:
+            raise NetworkError(f"output '{o}' is not a node of the network", node=network.name, field="outputs", value=o)
     outputs = network.outputs or (infos[-1].name,)
     peak, peak_at = _inference_peak(infos, network, outputs)
     return Compiled(
@@ -207,6 +210,7 @@ def _compile_cached(network: Network) -> Compiled:
         trainable=sum(n.params.trainable for n in infos), frozen=sum(n.params.frozen for n in infos),
         buffers=sum(n.params.buffers for n in infos),
         peak_live=peak, peak_at=peak_at, saved=_saved_for_backward(infos, network),
+        saved_fixed=sum(n.saves.fixed for n in infos if n.needs_grad),
         input_elems=sum(prod(s) for s in network.input_shapes.values()),
         output_elems=sum(prod(shapes[o]) for o in outputs),
         weight_elems_read=sum(n.params.trainable + n.params.frozen + n.params.buffers for n in infos),

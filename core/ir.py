@@ -42,6 +42,10 @@ class Node:
 
     @staticmethod
     def make(name: str, op: str, inputs: Iterable[str] | str = (), **attrs: Any) -> "Node":
+        return Node.from_attrs(name, op, inputs, attrs)
+
+    @staticmethod
+    def from_attrs(name: str, op: str, inputs: Iterable[str] | str, attrs: Mapping[str, Any]) -> "Node":
         if isinstance(inputs, str):
             inputs = (inputs,)
         return Node(name, op, tuple(sorted((k, _freeze(v)) for k, v in attrs.items())), tuple(inputs))
@@ -57,8 +61,7 @@ class Node:
         return default
 
     def with_attrs(self, **changes: Any) -> "Node":
-        merged = {**self.attr, **changes}
-        return Node.make(self.name, self.op, self.inputs, **merged)
+        return Node.from_attrs(self.name, self.op, self.inputs, {**self.attr, **changes})
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,10 @@ class Network:
             data = json.loads(text)
         except json.JSONDecodeError as e:
             raise NetworkError(f"not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})", node="network JSON") from None
+        except RecursionError:
+            raise NetworkError("not a network: the JSON is nested too deeply", node="network JSON") from None
+        except ValueError as e:     # e.g. an integer literal longer than Python converts
+            raise NetworkError(f"not valid JSON ({e})", node="network JSON") from None
         return Network.from_dict(data)
 
     @staticmethod
@@ -130,7 +137,7 @@ class Network:
         if data.get("schema") != SCHEMA_NAME:
             raise NetworkError(f"expected schema '{SCHEMA_NAME}'", node=where, field="schema", value=data.get("schema"))
         version = data.get("version")
-        if version != SCHEMA_VERSION:
+        if type(version) is not int or version != SCHEMA_VERSION:
             raise NetworkError(f"unsupported schema version (this build reads version {SCHEMA_VERSION})",
                                node=where, field="version", value=version)
         name = _expect(data, "name", str, where)
@@ -159,11 +166,21 @@ class Network:
             attrs = item.get("attrs", {})
             if not isinstance(attrs, dict):
                 raise NetworkError("attrs must be an object", node=nname, field="attrs", value=attrs)
-            nodes.append(Node.make(nname, op, ins, **attrs))
+            for k, v in attrs.items():
+                if not _plain(v):
+                    raise NetworkError("attribute values must be numbers, strings, booleans, null or lists of them",
+                                       node=nname, field=k, value=v)
+            nodes.append(Node.from_attrs(nname, op, ins, attrs))
         outputs = data.get("outputs", [])
         if not isinstance(outputs, list) or not all(isinstance(s, str) for s in outputs):
             raise NetworkError("outputs must be a list of node names", node=where, field="outputs", value=outputs)
         return Network.make(name, inputs, nodes, outputs, str(data.get("description", "")))
+
+
+def _plain(v: Any, depth: int = 0) -> bool:
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return True
+    return isinstance(v, list) and depth < 3 and all(_plain(x, depth + 1) for x in v)
 
 
 def _expect(obj: dict, key: str, typ: type, where: str) -> Any:

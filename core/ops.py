@@ -446,7 +446,7 @@ register(OpRule(
     (Attr("eps", "float", 1e-5), Attr("momentum", "float", 0.1), Attr("affine", "bool", True),
      Attr("track_running_stats", "bool", True)),
     _bn_shape, _bn_cost, _bn_formula, _bn_params,
-    saves=lambda ctx: Saves(inputs=(0,), extra=2 * ctx.x[0]), channel="pass",
+    saves=lambda ctx: Saves(inputs=(0,), fixed=2 * ctx.x[0]), channel="pass",
     doc="batch normalisation over dim 1 (BatchNorm1d/2d); num_features follow from the input", torch="nn.BatchNorm2d"))
 
 

@@ -68,12 +68,14 @@ class Params:
 
 @dataclass(frozen=True)
 class Saves:
-    """What the op keeps for its backward pass: which inputs (by index), whether its output, and extra per-sample
-    elements of its own (a dropout mask, max-pool indices, BatchNorm's per-channel statistics)."""
+    """What the op keeps for its backward pass: which inputs (by index), whether its output, and extra elements of
+    its own: per sample (a dropout mask, max-pool indices, LayerNorm's per-row statistics) or per batch
+    (BatchNorm's per-channel statistics, shared by the whole batch)."""
 
     inputs: tuple[int, ...] = ()
     output: bool = False
-    extra: int = 0
+    extra: int = 0       # per sample
+    fixed: int = 0       # per batch (BatchNorm's per-channel mean and inverse std)
 
 
 @dataclass(frozen=True)

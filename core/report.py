@@ -100,7 +100,7 @@ class Report:
         param_bytes = params * p.weight
         buffer_bytes = c.buffers * p.weight
         activation_bytes = c.peak_live * n * p.activation
-        saved = c.saved * n * p.activation
+        saved = (c.saved * n + c.saved_fixed) * p.activation
         grads = c.trainable * p.grad
         master = params * p.master
         opt = c.trainable * self._states * p.state

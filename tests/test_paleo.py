@@ -1,0 +1,189 @@
+"""PALEO time model, roofline and data-parallel scaling, checked against hand arithmetic (issue 3 §5)."""
+
+import pytest
+
+from core import CalcError, Network, Node, analyze
+from core.devices import Device, Interconnect
+from core.paleo import UPDATE, allreduce_time, conv_algorithm_flops, estimate, scaling
+from core.roofline import RooflinePoint, attainable, bound, ridge
+
+# A made-up device with round numbers so every time below can be checked by hand.
+TOY = Device(id="toy", name="Toy", vendor="test", kind="GPU", year=2020,
+             peak_flops={"fp32": 1e9, "fp16": 4e9}, memory_bandwidth=1e8, memory_capacity=1e9,
+             source="hand-made for tests", note="")
+LINK = Interconnect(id="toy-link", name="Toy link", bandwidth=1e10, source="hand-made", note="", latency=0.0)
+
+
+def two_layer() -> Network:
+    return Network.make("two", {"x": (4,)}, [Node.make("fc", "linear", "x", out_features=8),
+                                             Node.make("act", "relu", "fc")])
+
+
+def test_two_layer_paleo_time_by_hand():
+    e = estimate(two_layer(), TOY, batch_size=2)
+    # fc: 2 samples × 4·8 MACs × 2 = 128 FLOPs → 128 / 1e9 = 1.28e-7 s
+    #     bytes: weights (4·8 + 8)·4 = 160, input 2·4·4 = 32, output 2·8·4 = 64 → 256 B / 1e8 = 2.56e-6 s
+    # act: 2·8 = 16 FLOPs (1 per element) → 1.6e-8 s; reads 64 B, writes 64 B → 1.28e-6 s
+    # total: 1.28e-7 + 2.56e-6 + 1.6e-8 + 1.28e-6 = 3.984e-6 s
+    assert e.totals["forward_s"] == pytest.approx(3.984e-6)
+    assert e.totals["forward_flops"] == 128 + 16
+    assert e.totals["forward_bytes"] == 256 + 128
+    fc = e.layers[0]
+    assert fc["forward_compute_s"] == pytest.approx(1.28e-7)
+    assert fc["forward_memory_s"] == pytest.approx(2.56e-6)
+    # the roofline variant overlaps compute and memory: max(1.28e-7, 2.56e-6) + max(1.6e-8, 1.28e-6) = 3.84e-6
+    assert estimate(two_layer(), TOY, batch_size=2, variant="roofline").totals["forward_s"] == pytest.approx(3.84e-6)
+
+
+def test_ppp_scales_compute_and_memory_separately():
+    full = estimate(two_layer(), TOY, batch_size=2).totals
+    half = estimate(two_layer(), TOY, batch_size=2, ppp=0.5, ppp_memory=1.0).totals
+    assert half["forward_compute_s"] == pytest.approx(2 * full["forward_compute_s"])
+    assert half["forward_memory_s"] == pytest.approx(full["forward_memory_s"])
+    both = estimate(two_layer(), TOY, batch_size=2, ppp=0.25).totals      # ppp_memory defaults to ppp
+    assert both["forward_s"] == pytest.approx(4 * full["forward_s"])
+
+
+@pytest.mark.parametrize("kw", [{"ppp": 0}, {"ppp": 1.5}, {"ppp": True}, {"ppp_memory": -0.1}, {"variant": "magic"},
+                                {"conv_algorithm": "gemm3"}, {"workers": 0}, {"workers": 2}])
+def test_bad_estimate_settings_name_the_field(kw):
+    with pytest.raises(CalcError) as err:
+        estimate(two_layer(), TOY, **kw)
+    assert next(iter(kw)) in str(err.value) or "link" in str(err.value)
+
+
+def test_missing_precision_is_an_error_listing_what_the_device_has():
+    with pytest.raises(CalcError) as err:
+        estimate(two_layer(), TOY, dtype="fp64")
+    assert "fp64" in str(err.value) and "fp32, fp16" in str(err.value)
+
+
+def test_mixed_precision_runs_at_the_fp16_peak():
+    e = estimate(two_layer(), TOY, batch_size=2, dtype="mixed")
+    assert e.peak == 4e9
+    # activations 2 bytes, weights 2 bytes: fc reads (40)·2 + 2·4·2 and writes 2·8·2 → 80 + 16 + 32 = 128 B
+    assert e.layers[0]["forward_bytes"] == 128
+
+
+def test_weight_update_by_hand():
+    e = estimate(two_layer(), TOY, batch_size=2, optimizer="sgd_momentum")
+    params = 4 * 8 + 8                                   # 40 trainable parameters
+    flops, w_acc, g_acc, s_acc = UPDATE["sgd_momentum"]  # 4 FLOPs; read+write w, read g, read+write v
+    assert e.totals["update_flops"] == flops * params == 160
+    assert e.totals["update_bytes"] == params * (w_acc * 4 + g_acc * 4 + s_acc * 4) == 800   # 40 · 20 B
+    assert e.totals["update_s"] == pytest.approx(160 / 1e9 + 800 / 1e8)
+
+
+def test_training_step_is_the_sum_of_its_parts():
+    t = estimate("mnist_cnn", TOY, batch_size=8).totals
+    assert t["training_step_s"] == pytest.approx(t["forward_s"] + t["backward_s"] + t["update_s"])
+    assert t["samples_per_s"] == pytest.approx(8 / t["training_step_s"])
+
+
+def test_time_grows_with_batch():
+    times = [estimate("mnist_cnn", TOY, batch_size=b).totals["forward_s"] for b in (1, 2, 4, 64)]
+    assert times == sorted(times)
+    # weights are read once per batch, so per-sample time falls as the batch grows
+    assert times[-1] / 64 < times[0]
+
+
+def test_ridge_points_of_the_course():
+    assert ridge(15.7e12, 900e9) == pytest.approx(17.44, abs=0.01)     # V100 fp32: 15.7e12 / 900e9
+    assert ridge(19.5e12, 1555e9) == pytest.approx(12.54, abs=0.01)    # A100 fp32: 19.5e12 / 1555e9
+
+
+def test_roofline_is_safe_for_layers_without_bytes_or_flops():
+    p = RooflinePoint.of("flatten", 0, 0, 1e12, 1e11)
+    assert p.intensity is None and p.bound == "none" and p.attainable == 1e12
+    assert bound(None, 1e12, 1e11, flops=10) == "compute"
+    assert attainable(2.0, 1e12, 1e11) == 2e11          # 2 FLOP/B × 1e11 B/s under the 1e12 roof
+    assert attainable(20.0, 1e12, 1e11) == 1e12
+    assert bound(9.99, 1e12, 1e11) == "memory" and bound(10.0, 1e12, 1e11) == "compute"   # ridge = 10
+
+
+def test_fused_view_drops_activation_round_trips():
+    plain = estimate(two_layer(), TOY, batch_size=2).layers[1]
+    fused = estimate(two_layer(), TOY, batch_size=2, fused=True).layers[1]
+    assert plain["forward_bytes"] == 128 and fused["forward_bytes"] == 0
+    assert fused["arithmetic_intensity"] is None and fused["bound"] == "compute"
+
+
+def test_allreduce_by_hand():
+    # ring, 4 workers, 100 MB over 10 GB/s: 2·(4−1)/4 · 1e8 / 1e10 = 0.015 s
+    assert allreduce_time(1e8, 4, LINK, algorithm="ring") == pytest.approx(0.015)
+    # tree: 2·⌈log2 4⌉ · 1e8/1e10 = 0.04 s; parameter server: 2·4·1e8/1e10 = 0.08 s
+    assert allreduce_time(1e8, 4, LINK, algorithm="tree") == pytest.approx(0.04)
+    assert allreduce_time(1e8, 4, LINK, algorithm="parameter_server") == pytest.approx(0.08)
+    assert allreduce_time(1e8, 1, LINK) == 0.0
+    slow = Interconnect(id="slow", name="slow", bandwidth=1e9, source="hand-made", note="", latency=1e-5)
+    # latency: ring adds 2·(K−1)·α = 6·1e-5
+    assert allreduce_time(1e8, 4, slow) == pytest.approx(2 * 3 / 4 * 1e8 / 1e9 + 6e-5)
+
+
+@pytest.mark.parametrize("algorithm", ["ring", "tree", "parameter_server"])
+def test_allreduce_grows_with_model_and_falls_with_bandwidth(algorithm):
+    fast = Interconnect(id="fast", name="fast", bandwidth=1e11, source="hand-made", note="")
+    assert allreduce_time(2e8, 8, LINK, algorithm=algorithm) > allreduce_time(1e8, 8, LINK, algorithm=algorithm)
+    assert allreduce_time(1e8, 8, fast, algorithm=algorithm) < allreduce_time(1e8, 8, LINK, algorithm=algorithm)
+
+
+def test_one_worker_equals_single_device():
+    single = estimate("resnet18", TOY, batch_size=4).totals
+    one = estimate("resnet18", TOY, batch_size=4, workers=1, link=LINK).totals
+    assert one == single
+
+
+def test_strong_and_weak_scaling():
+    strong = scaling("resnet18", TOY, LINK, workers=(1, 2, 4), batch_size=8)
+    assert [r["per_worker_batch"] for r in strong] == [8, 4, 2]
+    assert strong[0]["speedup"] == 1.0 and strong[0]["communication_s"] == 0.0
+    assert all(0 < r["efficiency"] <= 1.0 + 1e-12 for r in strong)
+    weak = scaling("resnet18", TOY, LINK, workers=(1, 2, 4), batch_size=8, mode="weak")
+    assert [r["per_worker_batch"] for r in weak] == [8, 8, 8]
+    # weak scaling: every worker does the same compute, so the step only grows by the all-reduce
+    assert weak[2]["compute_s"] == pytest.approx(weak[0]["compute_s"])
+    assert weak[2]["training_step_s"] > weak[0]["training_step_s"]
+
+
+def conv_net(k=3, stride=1, groups=1, c_in=4, c_out=8, hw=8) -> Network:
+    return Network.make("c", {"x": (c_in, hw, hw)}, [Node.make("conv", "conv2d", "x", out_channels=c_out,
+                                                                 kernel_size=k, padding=k // 2, stride=stride,
+                                                                 groups=groups)])
+
+
+def test_winograd_and_fft_arithmetic_by_hand():
+    info = analyze(conv_net()).compiled.by_name["conv"]
+    # direct: 2 · 8·8 outputs · 8 C_out · 4 C_in · 9 = 36,864 FLOPs per sample
+    assert conv_algorithm_flops(info, "direct") == (36864, 0)
+    # Winograd F(2×2,3×3): tiles = ⌈8/2⌉·⌈8/2⌉ = 16; 32·16·4·8 + 32·16·4 + 24·16·8 = 16,384 + 2,048 + 3,072 = 21,504
+    # filter transform once per batch: 42 · 4 · 8 = 1,344
+    assert conv_algorithm_flops(info, "winograd") == (21504, 1344)
+    # FFT over the padded 10×10 input: M = 100, 2.5·100·log2(100) = 1,660.96 per FFT, 4 + 8 channel FFTs → 19,931.5;
+    # products 4·4·8·100 = 12,800 → 32,731 per sample; filters 32 FFTs → 53,150 per batch
+    assert conv_algorithm_flops(info, "fft") == (32731, 53150)
+
+
+@pytest.mark.parametrize("kw", [{"k": 5}, {"stride": 2}, {"groups": 4}])
+def test_winograd_only_where_it_applies(kw):
+    info = analyze(conv_net(**kw)).compiled.by_name["conv"]
+    assert conv_algorithm_flops(info, "winograd") is None
+
+
+@pytest.mark.parametrize("hw, k", [(8, 3), (32, 3), (32, 5)])
+def test_auto_picks_the_cheapest_algorithm_per_layer(hw, k):
+    net = conv_net(c_in=64, c_out=64, hw=hw, k=k)
+    info = analyze(net).compiled.by_name["conv"]
+    batch = 16
+    options = {alg: r[0] * batch + r[1] for alg in ("direct", "winograd", "fft")
+               if (r := conv_algorithm_flops(info, alg)) is not None}
+    row = estimate(net, TOY, batch_size=batch, conv_algorithm="auto").layers[0]
+    assert row["conv_algorithm"] == min(options, key=options.get)
+    assert row["forward_flops"] == min(options.values())
+    # at 8×8, Winograd's 2.25× fewer products beat the FFT; at 32×32 the FFT's kernel-size-free products win
+    assert row["conv_algorithm"] == {(8, 3): "winograd", (32, 3): "fft", (32, 5): "fft"}[(hw, k)]
+
+
+def test_training_memory_fit_is_reported():
+    big = Device(id="tiny", name="Tiny", vendor="t", kind="GPU", year=2020, peak_flops={"fp32": 1e12},
+                 memory_bandwidth=1e11, memory_capacity=1e6, source="hand-made", note="")
+    assert estimate("resnet18", big).totals["fits_in_memory"] is False   # 11.7 M params · 4 B > 1 MB
