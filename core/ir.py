@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Iterable, Mapping
 
 from .errors import NetworkError
@@ -81,6 +82,13 @@ class Network:
         nodes = tuple(nodes)
         outs = tuple(outputs) or ((nodes[-1].name,) if nodes else ())
         return Network(name, tuple((k, tuple(v)) for k, v in inputs.items()), nodes, outs, description)
+
+    def __hash__(self) -> int:      # computed once: a ResNet-152 has ~500 nodes and analyses look networks up by hash
+        return self._hash
+
+    @cached_property
+    def _hash(self) -> int:
+        return hash((self.name, self.inputs, self.nodes, self.outputs, self.description))
 
     @property
     def input_shapes(self) -> dict[str, tuple[int, ...]]:

@@ -366,3 +366,26 @@ def scaling(model: Any, device: Any, link: Any, workers=(1, 2, 4, 8), batch_size
                      "communication_s": t["communication_s"], "training_step_s": t["training_step_s"],
                      "samples_per_s": t["samples_per_s"], "speedup": speedup, "efficiency": speedup / k})
     return rows
+
+
+def sweep(model: Any, devices, batch_sizes, dtype: str | None = "fp32", **kw) -> list[Estimate]:
+    """Estimates for every device × batch size, sharing one analysis per batch size (what the app's device
+    comparison and time-vs-batch charts use). ``dtype=None`` picks fp32 where a device has it, else its first
+    precision."""
+    from .api import analyze
+    from .precision import PRECISIONS
+
+    optimizer = kw.pop("optimizer", "sgd_momentum")
+    input_shape = kw.pop("input_shape", None)
+    db = kw.pop("db", None)
+    devs = [resolve_device(d, db) for d in devices]
+    reports: dict = {}
+    out = []
+    for dev in devs:
+        dt = dtype or ("fp32" if "fp32" in dev.peak_flops else next(k for k in dev.precisions if k in PRECISIONS))
+        for b in batch_sizes:
+            key = (b, dt)
+            if key not in reports:
+                reports[key] = analyze(model, input_shape=input_shape, batch_size=b, dtype=dt, optimizer=optimizer)
+            out.append(Estimate(reports[key], dev, **kw))
+    return out

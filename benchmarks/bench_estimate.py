@@ -1,0 +1,54 @@
+"""Speed of PALEO estimates (issue: hardware database, PALEO and roofline, §6).
+
+ResNet-152 on every device in device_specs.json × 11 batch sizes (1, 2, 4, … 1024), fp32 where the device has it
+(else its first precision), training-step totals and the network's roofline point for each: total wall time, median
+of repeated sweeps. Run: ``python benchmarks/bench_estimate.py [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import core  # noqa: E402
+from core.devices import load_devices  # noqa: E402
+from core.paleo import sweep as paleo_sweep  # noqa: E402
+
+BATCHES = tuple(2 ** i for i in range(11))      # 1 … 1024
+
+
+def sweep(model: str, devices) -> int:
+    n = 0
+    for e in paleo_sweep(model, devices, BATCHES, dtype=None):
+        e.totals["training_step_s"]
+        e.roofline["bound"]
+        n += 1
+    return n
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="a small network and few repeats (smoke test)")
+    args = ap.parse_args(argv)
+    model = "resnet18" if args.quick else "resnet152"
+    devices = list(load_devices().devices.values())
+    core.analyze(model)                          # compile once; the sweep is what is timed
+    sweep(model, devices)
+    times = []
+    for _ in range(3 if args.quick else 20):
+        t = time.perf_counter()
+        count = sweep(model, devices)
+        times.append((time.perf_counter() - t) * 1e3)
+    med = statistics.median(times)
+    print(f"{model}: {count} estimates ({len(devices)} devices × {len(BATCHES)} batch sizes) "
+          f"in {med:.2f} ms median ({med / count * 1e3:.1f} µs each)")
+    return {"estimates": count, "median_ms": med}
+
+
+if __name__ == "__main__":
+    main()
