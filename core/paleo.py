@@ -276,12 +276,14 @@ class Estimate:
     def roofline(self) -> dict:
         t = self.totals
         pt = RooflinePoint.of(self.report.name, t["forward_flops"], t["forward_bytes"], self.peak, self.bandwidth)
+        bwd = RooflinePoint.of("backward", t["backward_flops"], t["backward_bytes"], self.peak, self.bandwidth)
         train = RooflinePoint.of("training step", t["forward_flops"] + t["backward_flops"],
                                  t["forward_bytes"] + t["backward_bytes"], self.peak, self.bandwidth)
         return {
             "peak_flop_per_s": self.peak, "bandwidth_bytes_per_s": self.bandwidth,
             "ridge_flop_per_byte": ridge(self.peak, self.bandwidth),
             "arithmetic_intensity": pt.intensity, "attainable_flop_per_s": pt.attainable, "bound": pt.bound,
+            "backward_arithmetic_intensity": bwd.intensity, "backward_bound": bwd.bound,
             "training_arithmetic_intensity": train.intensity, "training_bound": train.bound,
         }
 
