@@ -1,0 +1,61 @@
+"""`python -m core devices` and `python -m core estimate` (issue 3 §4)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "core", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+def test_estimate_json_has_the_documented_keys():
+    p = run("estimate", "vgg16", "--device", "K80", "--batch", "2", "--json")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert {"forward_s", "backward_s", "training_step_s", "samples_per_s"} <= set(out["totals"])
+    assert {"ridge_flop_per_byte", "arithmetic_intensity", "attainable_flop_per_s", "bound"} <= set(out["roofline"])
+    assert out["roofline"]["bound"] in ("compute", "memory")
+    # VGG16: 13 conv + 13 relu + 5 pool + avgpool, flatten and 7 classifier nodes = 40
+    assert len(out["layers"]) == 40 and out["device"] == "k80"
+    # VGG16 forward at batch 2 on one K80 GPU at peak: 2 · 30.96 GFLOP / 4.365 TFLOP/s ≈ 14.2 ms of compute
+    assert out["totals"]["forward_compute_s"] == pytest.approx(2 * 30_958_700_544 / 4.365e12, rel=1e-9)
+
+
+def test_estimate_table_says_what_ppp_1_means():
+    p = run("estimate", "mnist_cnn", "--device", "v100-sxm2")
+    assert p.returncode == 0 and "PPP 1.0 = datasheet peak" in p.stdout
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (("estimate", "vgg16", "--device", "v100x"), "closest"),
+    (("estimate", "vgg16", "--device", "v100-sxm2", "--dtype", "tf32"), "fp64, fp32, fp16"),
+    (("estimate", "vgg16", "--device", "v100-sxm2", "--ppp", "1.5"), "ppp"),
+    (("estimate", "vgg16", "--device", "v100-sxm2", "--workers", "4"), "link"),
+    (("estimate", "vgg16", "--device", "v100-sxm2", "--workers", "4", "--link", "warp-drive"), "interconnect"),
+])
+def test_bad_estimates_exit_2_with_one_line(args, fragment):
+    p = run(*args)
+    assert p.returncode == 2
+    assert "Traceback" not in p.stderr and fragment in p.stderr and p.stderr.count("\n") == 1
+
+
+def test_devices_lists_every_figure_with_its_source():
+    p = run("devices", "--json")
+    assert p.returncode == 0
+    out = json.loads(p.stdout)
+    assert out["problems"] == []
+    assert all(d["source"].startswith("https://") for d in out["devices"] + out["interconnects"])
+    assert "source:" in run("devices").stdout
+
+
+def test_devices_with_a_broken_file_names_it(tmp_path):
+    f = tmp_path / "mine.json"
+    f.write_text('{"schema": "cnn-calc/devices", "version": 1, "devices": [{"id": "x"}]}')
+    p = run("devices", "--file", str(f))
+    assert p.returncode == 0 and "left out: x: " in p.stdout      # the bad entry is named, the rest (none) load
