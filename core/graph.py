@@ -160,6 +160,17 @@ def compile_network(network: Network) -> Compiled:
     """Validate and propagate shapes through ``network``; raises ``NetworkError`` naming the first bad node."""
     if not isinstance(network, Network):
         raise NetworkError(f"expected a Network, got {type(network).__name__}")
+    try:
+        hash(network)
+    except TypeError:
+        for n in network.nodes:
+            for k, v in n.attrs:
+                try:
+                    hash(v)
+                except TypeError:
+                    raise NetworkError("attribute values must be numbers, strings, booleans, null or lists of them",
+                                       node=n.name, field=k, value=v) from None
+        raise NetworkError("the network holds a value that is not a number, string or list", node=network.name)
     return _compile_cached(network)
 
 

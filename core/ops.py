@@ -11,9 +11,9 @@ are those of a training-mode backward pass.
 
 from __future__ import annotations
 
-from math import ceil, floor, prod
+from math import ceil, floor, isfinite, prod
 
-from .registry import (FLOPS_PER_MAC, _pair, Attr, Cost, Ctx, FormulaLine, OpRule, Params, Saves, numel, register)
+from .registry import (FLOPS_PER_MAC, MAX_DIM, _pair, Attr, Cost, Ctx, FormulaLine, OpRule, Params, Saves, numel, register)
 
 
 def _n(v: int) -> str:
@@ -380,7 +380,7 @@ def _unary_factory(kind: str, fwd: int, bwd: int, saves: str, torch: str, how: s
             return Saves(extra=-(-numel(ctx.out) // 4))
         return Saves()
 
-    attrs = (Attr("p", "float", 0.5),) if kind == "dropout" else ()
+    attrs = (Attr("p", "prob", 0.5),) if kind == "dropout" else ()
     return OpRule(kind, "activation" if fwd or kind not in ("dropout", "identity") else "shape", attrs,
                   shape=lambda ctx: ctx.x, cost=cost, formula=formula, saves=save, channel="pass",
                   alias=kind in ("dropout", "identity"), copies_in_training=kind == "dropout", doc=how, torch=torch)
@@ -507,8 +507,7 @@ def _pool_shape(ctx: Ctx):
     _need_rank(ctx, ctx.x, 3)
     c, h, w = ctx.x
     kh, kw = ctx["kernel_size"]
-    st = ctx["stride"]
-    stride = (kh, kw) if st is None or st[0] is None else st
+    stride = ctx["stride"] or (kh, kw)
     ph, pw = ctx["padding"]
     dh, dw = ctx.attrs.get("dilation", (1, 1))
     if 2 * ph > kh or 2 * pw > kw:
@@ -519,12 +518,12 @@ def _pool_shape(ctx: Ctx):
 
 
 def _pool_factory(kind: str, torch: str, is_max: bool) -> OpRule:
-    attrs = [Attr("kernel_size", "pair"), Attr("stride", "opt_pair", None, doc="default: kernel_size"),
+    attrs = [Attr("kernel_size", "pair"), Attr("stride", "opt_pair_stride", None, doc="default: kernel_size"),
              Attr("padding", "pair0", 0), Attr("ceil_mode", "bool", False)]
     if is_max:
         attrs.append(Attr("dilation", "pair", 1))
     else:
-        attrs += [Attr("count_include_pad", "bool", True), Attr("divisor_override", "any", None)]
+        attrs += [Attr("count_include_pad", "bool", True), Attr("divisor_override", "opt_pos", None)]
 
     def cost(ctx: Ctx) -> Cost:
         kh, kw = ctx["kernel_size"]
@@ -598,11 +597,14 @@ def _interp_shape(ctx: Ctx):
     size, scale = ctx["size"], ctx["scale_factor"]
     if (size is None) == (scale is None):
         raise ctx.fail("give exactly one of size and scale_factor", "size", size)
+    if ctx["align_corners"] is not None and ctx["mode"] == "nearest":
+        raise ctx.fail("align_corners only applies to bilinear and bicubic modes", "align_corners", ctx["align_corners"])
     if size is not None:
         oh, ow = _pair(size, 1, ctx.node, "size")
     else:
         s = scale if isinstance(scale, tuple) else (scale, scale)
-        if len(s) != 2 or any(isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0 for v in s):
+        if len(s) != 2 or any(isinstance(v, bool) or not isinstance(v, (int, float)) or not isfinite(v) or v <= 0
+                              or h * v > MAX_DIM for v in s):
             raise ctx.fail("scale_factor must be a positive number or pair", "scale_factor", scale)
         oh, ow = floor(h * s[0]), floor(w * s[1])
         if oh < 1 or ow < 1:
@@ -623,7 +625,7 @@ def _interp_cost(ctx: Ctx) -> Cost:
 register(OpRule(
     "interpolate", "pool",
     (Attr("size", "any", None), Attr("scale_factor", "any", None), Attr("mode", "choice", "nearest", ("nearest", "bilinear", "bicubic")),
-     Attr("align_corners", "any", None)),
+     Attr("align_corners", "opt_bool", None)),
     _interp_shape, _interp_cost,
     lambda ctx, batch: [_mul_formula("FLOPs", ["N", "outputs"], [batch, numel(ctx.out)], _INTERP_FLOPS[ctx["mode"]], ctx["mode"])],
     channel="pass", doc="upsample / interpolate", torch="F.interpolate"))
@@ -661,7 +663,7 @@ def _bin_factory(kind: str, torch: str) -> OpRule:
         return [_mul_formula("FLOPs", ["N", "elements"], [batch, numel(ctx.out)], ops, f"{ops} (inputs − 1)")]
 
     saves = (lambda ctx: Saves(inputs=tuple(range(len(ctx.ins))))) if kind == "mul" else (lambda ctx: Saves())
-    return OpRule(kind, "elementwise", (Attr("scalar", "any", None),), _bin_shape, cost, formula, saves=saves,
+    return OpRule(kind, "elementwise", (Attr("scalar", "opt_float", None),), _bin_shape, cost, formula, saves=saves,
                   arity=(1, None), channel="unify", doc=f"elementwise {kind} with broadcasting", torch=torch)
 
 

@@ -14,6 +14,7 @@ Elementwise, normalisation and pooling ops add FLOPs but no MACs.
 from __future__ import annotations
 
 import difflib
+from math import isfinite
 from dataclasses import dataclass, field
 from math import prod
 from typing import Any, Callable
@@ -38,7 +39,8 @@ class Attr:
     """An attribute of an op. ``kind`` is one of: ``int`` (any integer), ``pos`` (integer ≥ 1), ``nonneg``
     (integer ≥ 0), ``pair`` (int or 2 ints, each ≥ 1), ``pair0`` (each ≥ 0), ``bool``, ``float``, ``padding``
     (``pair0`` or "same"/"valid"), ``ints`` (a list of integers), ``opt_pair`` (pair whose entries may be null),
-    ``choice`` (one of ``choices``), ``any``."""
+    ``opt_pair_stride`` (null or ``pair``), ``opt_pos`` / ``opt_bool`` / ``opt_float`` (null or that kind), ``prob``
+    (a number in [0, 1]), ``choice`` (one of ``choices``), ``any``."""
 
     name: str
     kind: str
@@ -227,8 +229,8 @@ def _check(a: Attr, v: Any, node: str) -> Any:
             raise NetworkError("expected true or false", node=node, field=a.name, value=v)
         return v
     if k == "float":
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise NetworkError("expected a number", node=node, field=a.name, value=v)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not isfinite(v):
+            raise NetworkError("expected a finite number", node=node, field=a.name, value=v)
         return float(v)
     if k == "ints":
         if _is_int(v):
@@ -244,6 +246,21 @@ def _check(a: Attr, v: Any, node: str) -> Any:
         if not (isinstance(v, tuple) and len(v) == 2 and all(i is None or (_is_int(i) and 1 <= i <= MAX_DIM) for i in v)):
             raise NetworkError("expected a positive integer, a pair of them, or null", node=node, field=a.name, value=v)
         return v
+    if k in ("opt_pos", "opt_bool", "opt_float", "opt_pair_stride") and v is None:
+        return None
+    if k == "opt_pos":
+        return _check(Attr(a.name, "pos"), v, node)
+    if k == "opt_bool":
+        return _check(Attr(a.name, "bool"), v, node)
+    if k == "opt_float":
+        return _check(Attr(a.name, "float"), v, node)
+    if k == "opt_pair_stride":
+        return _pair(v, 1, node, a.name)
+    if k == "prob":
+        p = _check(Attr(a.name, "float"), v, node)
+        if not 0.0 <= p <= 1.0:
+            raise NetworkError("must be a probability between 0 and 1", node=node, field=a.name, value=v)
+        return p
     if k == "choice":
         if v not in a.choices:
             raise NetworkError(f"must be one of {', '.join(map(repr, a.choices))}", node=node, field=a.name, value=v)

@@ -12,11 +12,11 @@ nothing else, naming the offending node; where torch can judge the same network 
 from __future__ import annotations
 
 import json
-import math
 import string
 
 import pytest
 import torch
+import torch.nn.functional as F
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from torch import nn
@@ -403,3 +403,61 @@ def test_10_to_12_channels_exactly():
     # the brief's example: a conv with 10^12 output channels
     net = Network.make("t", {"x": (3, 8, 8)}, [N("wide", "conv2d", "x", out_channels=10 ** 12, kernel_size=3)])
     _raises_naming(net, "wide")
+
+
+# -- invalid attribute values that PyTorch rejects: the engine must reject them too, naming the node ------------
+
+_x = (3, 8, 8)
+TORCH_REJECTS = [
+    # (id, IR op, IR attrs, the same thing in torch on a [1, 3, 8, 8] tensor)
+    ("maxpool_stride_2_null", "max_pool2d", dict(kernel_size=2, stride=(2, None)),
+     lambda x: nn.MaxPool2d(2, stride=(2, None))(x)),
+    ("maxpool_stride_null_2", "max_pool2d", dict(kernel_size=2, stride=(None, 2)),
+     lambda x: nn.MaxPool2d(2, stride=(None, 2))(x)),
+    ("avgpool_stride_2_null", "avg_pool2d", dict(kernel_size=2, stride=(2, None)),
+     lambda x: nn.AvgPool2d(2, stride=(2, None))(x)),
+    ("interp_scale_inf", "interpolate", dict(scale_factor=float("inf")),
+     lambda x: F.interpolate(x, scale_factor=float("inf"))),
+    ("interp_scale_nan", "interpolate", dict(scale_factor=float("nan")),
+     lambda x: F.interpolate(x, scale_factor=float("nan"))),
+    ("interp_scale_pair_inf", "interpolate", dict(scale_factor=(2.0, float("inf")), mode="bilinear"),
+     lambda x: F.interpolate(x, scale_factor=(2.0, float("inf")), mode="bilinear")),
+    ("interp_align_corners_nearest", "interpolate", dict(size=4, align_corners=True),
+     lambda x: F.interpolate(x, size=4, mode="nearest", align_corners=True)),
+    ("interp_align_corners_not_bool", "interpolate", dict(size=4, mode="bilinear", align_corners="yes"),
+     lambda x: F.interpolate(x, size=4, mode="bilinear", align_corners="yes")),
+    ("dropout_p_above_1", "dropout", dict(p=1.5), lambda x: nn.Dropout(1.5)(x)),
+    ("dropout_p_negative", "dropout", dict(p=-0.1), lambda x: nn.Dropout(-0.1)(x)),
+    ("avgpool_divisor_zero", "avg_pool2d", dict(kernel_size=2, divisor_override=0),
+     lambda x: nn.AvgPool2d(2, divisor_override=0)(x)),
+    ("avgpool_divisor_float", "avg_pool2d", dict(kernel_size=2, divisor_override=1.5),
+     lambda x: nn.AvgPool2d(2, divisor_override=1.5)(x)),
+    ("avgpool_divisor_text", "avg_pool2d", dict(kernel_size=2, divisor_override="abc"),
+     lambda x: nn.AvgPool2d(2, divisor_override="abc")(x)),
+    ("add_scalar_text", "add", dict(scalar="abc"), lambda x: torch.add(x, "abc")),
+]
+
+
+@pytest.mark.parametrize("op,attrs,torch_fn", [c[1:] for c in TORCH_REJECTS], ids=[c[0] for c in TORCH_REJECTS])
+def test_torch_rejects_so_must_the_engine(op, attrs, torch_fn):
+    with pytest.raises((RuntimeError, ValueError, TypeError)):
+        torch_fn(torch.zeros(1, *_x))
+    _raises_naming(Network.make("t", {"x": _x}, [N("ok", "relu", "x"), N("bad_attr", op, "ok", **attrs)]), "bad_attr")
+
+
+@pytest.mark.parametrize("value", [{"h": 3}, {}, [3, {"w": 3}]], ids=repr)
+def test_object_valued_attribute_via_python_api(value):
+    """The same slip through the Python API (``Node.make``) rather than JSON."""
+    net = Network.make("t", {"x": (1, 8, 8)}, [N("pool1", "avg_pool2d", "x", kernel_size=value)])
+    _raises_naming(net, "pool1")
+
+
+@pytest.mark.parametrize("literal", ["Infinity", "-Infinity", "NaN"])
+def test_non_finite_json_numbers(literal):
+    """Python's json module reads Infinity / NaN; a document using them is bad input, not a crash."""
+    text = ('{"schema": "cnn-calc/network", "version": %d, "name": "t", "inputs": [{"name": "x", "shape": [3, 8, 8]}],'
+            ' "nodes": [{"name": "up", "op": "interpolate", "inputs": ["x"], "attrs": {"scale_factor": %s}}]}'
+            % (core.SCHEMA_VERSION, literal))
+    with pytest.raises(NetworkError) as info:
+        core.analyze(Network.from_json(text))
+    assert "up" in str(info.value)

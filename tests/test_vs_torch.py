@@ -110,6 +110,22 @@ CASES: list[Case] = [
        [N("w", "parameter", shape=(5, 6)), N("y", "matmul", ("x", "w"))],
        lambda m, x: {"w": m["p"].w.expand(x.shape[0], 5, 6), "y": x @ m["p"].w}, True,
        p=lambda: _ParamHolder(w=(5, 6))),
+    fn("matmul_with_frozen_parameter", {"x": (4, 5)},
+       [N("w", "parameter", shape=(5, 3), trainable=False), N("y", "matmul", ("x", "w"))],
+       lambda m, x: {"w": m["p"].w.expand(x.shape[0], 5, 3), "y": x @ m["p"].w}, True,
+       p=lambda: _ParamHolder(w=(5, 3), trainable=False)),
+    # -- gradient tracking through parameter-free layers and views ---------------------------------------------
+    # a pool carries no gradient from the raw input, so the conv after it computes only its weight gradient
+    fn("conv_after_pool", {"x": (3, 8, 8)},
+       [N("pool", "max_pool2d", "x", kernel_size=2), N("conv", "conv2d", "pool", out_channels=4, kernel_size=3)],
+       lambda m, x: _chain(x, pool=m["pool"], conv=m["conv"]), True,
+       pool=lambda: nn.MaxPool2d(2), conv=lambda: nn.Conv2d(3, 4, 3)),
+    # conv → relu → flatten → linear: the gradient reaches the linear's input through an activation and a view
+    fn("conv_relu_flatten_linear", {"x": (2, 5, 5)},
+       [N("conv", "conv2d", "x", out_channels=3, kernel_size=3, groups=1), N("act", "relu", "conv"),
+        N("flat", "flatten", "act"), N("fc", "linear", "flat", out_features=4)],
+       lambda m, x: _chain(x, conv=m["conv"], act=F.relu, flat=lambda t: t.flatten(1), fc=m["fc"]), True,
+       conv=lambda: nn.Conv2d(2, 3, 3), fc=lambda: nn.Linear(27, 4)),
     # -- sdpa --------------------------------------------------------------------------------------------------
     fn("sdpa", {"q": (2, 5, 4), "k": (2, 7, 4), "v": (2, 7, 3)}, [N("y", "sdpa", ("q", "k", "v"))],
        lambda m, q, k, v: {"y": F.scaled_dot_product_attention(q, k, v)}),
