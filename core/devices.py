@@ -123,7 +123,21 @@ def _validator(schema: dict):
     return jsonschema.Draft202012Validator(schema)
 
 
+def _non_finite(value: Any, path: str = "") -> str | None:
+    if isinstance(value, float) and value != value or value in (float("inf"), float("-inf")):
+        return path or "entry"
+    if isinstance(value, dict):
+        for k, v in value.items():
+            bad = _non_finite(v, f"{path}.{k}" if path else str(k))
+            if bad:
+                return bad
+    return None
+
+
 def _first_problem(validator, entry: Any) -> tuple[str, str] | None:
+    bad = _non_finite(entry)
+    if bad:
+        return bad, "must be a finite number"
     errors = sorted(validator.iter_errors(entry), key=lambda e: list(e.absolute_path))
     if not errors:
         return None

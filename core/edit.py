@@ -14,7 +14,7 @@ from typing import Any
 
 from .errors import NetworkError
 from .graph import NodeInfo, compile_network
-from .ir import Network
+from .ir import Network, _freeze
 from .registry import get_rule, validate_attrs
 
 
@@ -49,7 +49,9 @@ class _Groups:
 
 
 def _is_depthwise(n: NodeInfo) -> bool:
-    return n.op == "conv2d" and n.attrs["groups"] > 1 and n.attrs["groups"] == n.in_shapes[0][0] == n.out_shape[0]
+    """groups == in_channels (> 1), out_channels a multiple of them (the channel multiplier)."""
+    c_in = n.in_shapes[0][0]
+    return n.op == "conv2d" and n.attrs["groups"] > 1 and n.attrs["groups"] == c_in and n.out_shape[0] % c_in == 0
 
 
 def channel_groups(network: Network) -> dict[str, str]:
@@ -59,7 +61,7 @@ def channel_groups(network: Network) -> dict[str, str]:
     uf = _Groups()
     for n in comp.nodes:
         ch = n.rule.channel
-        if _is_depthwise(n):
+        if _is_depthwise(n) and n.out_shape[0] == n.in_shapes[0][0]:
             var[n.name] = var[n.inputs[0]]
         elif ch == "new":
             var[n.name] = (n.name, n.out_shape[0] if n.rule.channel_field == "out_channels" else n.out_shape[-1])
@@ -79,6 +81,10 @@ def channel_groups(network: Network) -> dict[str, str]:
     return {n.name: uf.find(var[n.name][0]) for n in comp.nodes if var[n.name] is not None}
 
 
+def _input_group(groups: dict, n: NodeInfo) -> str | None:
+    return groups.get(n.inputs[0])
+
+
 def edit(network: Network, node: str, field: str, value: Any) -> EditResult:
     """Set ``node.field = value``; raises ``NetworkError`` (naming the node) if the edited network is invalid, in
     which case the caller still has the original ``network`` untouched."""
@@ -87,6 +93,7 @@ def edit(network: Network, node: str, field: str, value: Any) -> EditResult:
     if info is None:
         raise NetworkError("no such layer", node=node, field=field, value=value)
     rule = get_rule(info.op, node)
+    value = _freeze(value)              # [5, 5] as JSON writes it is (5, 5)
     validate_attrs(rule, node, {**dict(network.node(node).attrs), field: value})   # the value itself is sane
 
     targets: dict[str, dict[str, Any]] = {node: {field: value}}
@@ -94,12 +101,13 @@ def edit(network: Network, node: str, field: str, value: Any) -> EditResult:
         groups = channel_groups(network)
         gid = groups.get(node)
         for other in comp.nodes:
-            if other.name == node or groups.get(other.name) != gid:
+            if other.name == node:
                 continue
             if _is_depthwise(other):
-                mult = other.out_shape[0] // other.in_shapes[0][0]
-                targets[other.name] = {"groups": value, "out_channels": value * mult}
-            elif other.rule.channel == "new" and other.rule.channel_field:
+                if _input_group(groups, other) == gid:      # its groups follow the channels it reads
+                    mult = other.out_shape[0] // other.in_shapes[0][0]
+                    targets[other.name] = {"groups": value, "out_channels": value * mult}
+            elif groups.get(other.name) == gid and other.rule.channel == "new" and other.rule.channel_field:
                 targets[other.name] = {other.rule.channel_field: value}
         if _is_depthwise(info):
             targets[node] = {"groups": value, "out_channels": value}

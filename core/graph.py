@@ -37,6 +37,7 @@ class NodeInfo:
     needs_grad: bool               # whether this node takes part in the backward pass
     root: str                      # the tensor that holds this node's output (itself unless the op is a view)
     index: int
+    bwd_accum: int = 0             # adds that sum the output's gradient arriving from several consumers
 
     @property
     def ctx(self) -> Ctx:
@@ -44,7 +45,13 @@ class NodeInfo:
 
     @property
     def bwd_input_flops(self) -> int:
-        return sum(f for f, g in zip(self.cost.bwd_input, self.grad_in) if g)
+        c = self.cost
+        shared = c.bwd_shared if any(self.grad_in[i] for i in c.bwd_shared_inputs) else 0
+        return sum(f for f, g in zip(c.bwd_input, self.grad_in) if g) + shared
+
+    @property
+    def bwd_flops(self) -> int:
+        return self.bwd_input_flops + self.bwd_weight_flops + self.bwd_accum
 
     @property
     def bwd_weight_flops(self) -> int:
@@ -70,7 +77,12 @@ class NodeInfo:
             return 0
         saved = sum(prod(self.in_shapes[i]) for i in self.saves.inputs) + (self.out_elems if self.saves.output else 0)
         grads = sum(prod(s) for s, g in zip(self.in_shapes, self.grad_in) if g)
-        return self.out_elems + grads + saved + self.saves.extra
+        return self.out_elems + grads + saved
+
+    @property
+    def bwd_extra_bytes(self) -> int:
+        """Fixed-width saved buffers (indices, masks, statistics) the backward pass reads back, per sample."""
+        return self.saves.extra_bytes if self.needs_grad and self.moves_data else 0
 
     @property
     def bwd_weight_elems(self) -> int:
@@ -99,7 +111,8 @@ class Compiled:
     peak_live: int          # inference: the largest sum of live activation elements
     peak_at: str            # the node during which that peak occurs
     saved: int              # training: activation elements per sample kept for backward
-    saved_fixed: int        # training: elements kept for backward once per batch (BatchNorm statistics)
+    saved_extra_bytes: int  # training: per-sample bytes of fixed-width saved buffers (indices, masks, statistics)
+    saved_fixed_bytes: int  # training: bytes kept for backward once per batch (BatchNorm statistics)
     input_elems: int
     output_elems: int
     weight_elems_read: int  # parameters and buffers every forward pass reads (batch-independent)
@@ -212,16 +225,18 @@ def _compile_cached(network: Network) -> Compiled:
         if o not in shapes:
             raise NetworkError(f"output '{o}' is not a node of the network", node=network.name, field="outputs", value=o)
     outputs = network.outputs or (infos[-1].name,)
+    infos = _with_gradient_accumulation(infos)
     peak, peak_at = _inference_peak(infos, network, outputs)
     return Compiled(
         network=network, nodes=tuple(infos), by_name={n.name: n for n in infos}, input_shapes=network.input_shapes,
         outputs=outputs,
         macs=sum(n.cost.macs for n in infos), flops=sum(n.cost.flops for n in infos),
-        bwd_flops=sum(n.bwd_input_flops + n.bwd_weight_flops for n in infos),
+        bwd_flops=sum(n.bwd_flops for n in infos),
         trainable=sum(n.params.trainable for n in infos), frozen=sum(n.params.frozen for n in infos),
         buffers=sum(n.params.buffers for n in infos),
         peak_live=peak, peak_at=peak_at, saved=_saved_for_backward(infos, network),
-        saved_fixed=sum(n.saves.fixed for n in infos if n.needs_grad),
+        saved_extra_bytes=sum(n.saves.extra_bytes for n in infos if n.needs_grad),
+        saved_fixed_bytes=sum(n.saves.fixed_bytes for n in infos if n.needs_grad),
         input_elems=sum(prod(s) for s in network.input_shapes.values()),
         output_elems=sum(prod(shapes[o]) for o in outputs),
         weight_elems_read=sum(n.params.trainable + n.params.frozen + n.params.buffers for n in infos),
@@ -257,8 +272,9 @@ def _inference_peak(infos: list[NodeInfo], network: Network, outputs) -> tuple[i
 
 
 def _saved_for_backward(infos: list[NodeInfo], network: Network) -> int:
-    """Elements kept alive between forward and backward: the distinct tensors the backward-taking nodes save
-    (a conv saving its input and the ReLU before it saving its output hold one tensor) plus their private extras."""
+    """Activation elements kept alive between forward and backward, per sample: the distinct tensors the
+    backward-taking nodes save (a conv saving its input and the ReLU before it saving its output hold one tensor).
+    Fixed-width buffers (indices, masks, statistics) are counted apart, in bytes."""
     roots = {name: name for name in network.input_shapes}
     size = {name: prod(s) for name, s in network.input_shapes.items()}
     for n in infos:
@@ -266,12 +282,22 @@ def _saved_for_backward(infos: list[NodeInfo], network: Network) -> int:
         roots[n.name] = roots[n.inputs[0]] if view else n.name
         size[n.name] = n.out_elems if n.op != "parameter" else 0
     kept: set[str] = set()
-    extra = 0
     for n in infos:
         if not n.needs_grad:
             continue
         kept.update(roots[n.inputs[i]] for i in n.saves.inputs)
         if n.saves.output:
             kept.add(roots[n.name])
-        extra += n.saves.extra
-    return sum(size[r] for r in kept) + extra
+    return sum(size[r] for r in kept)
+
+
+def _with_gradient_accumulation(infos: list[NodeInfo]) -> list[NodeInfo]:
+    """A tensor read by k consumers that pass a gradient back receives k gradients: k − 1 adds per element."""
+    from dataclasses import replace
+
+    uses: dict[str, int] = {}
+    for n in infos:
+        for s, g in zip(n.inputs, n.grad_in):
+            if g:
+                uses[s] = uses.get(s, 0) + 1
+    return [replace(n, bwd_accum=(uses[n.name] - 1) * n.out_elems) if uses.get(n.name, 0) > 1 else n for n in infos]

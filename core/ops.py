@@ -45,10 +45,10 @@ def _window_out(ctx: Ctx, size: int, k: int, s: int, p: int, d: int, ceil_mode: 
     """Output length of a conv/pool window along one axis (PyTorch's formula)."""
     eff = d * (k - 1) + 1
     padded = size + 2 * p
-    if eff > padded:
-        raise ctx.fail(f"kernel {eff} ({axis}) is larger than its padded input {padded}", "kernel_size", k)
     num = padded - eff
-    out = (-(-num // s) if ceil_mode else num // s) + 1
+    out = (-(-num // s) if ceil_mode else num // s) + 1    # PyTorch's pooling_output_shape, floor division
+    if out < 1:
+        raise ctx.fail(f"kernel {eff} ({axis}) is larger than its padded input {padded}", "kernel_size", k)
     if ceil_mode and (out - 1) * s >= size + p:
         out -= 1          # the last window must start inside the input or its left padding
     return out
@@ -143,8 +143,12 @@ def _conv_formula(ctx: Ctx, batch: int) -> list[FormulaLine]:
                               [co, ho, wo, cin_g, kh, kw], batch)
     lines.insert(0, FormulaLine("outputs", "N·C_out·H_out·W_out", f"{batch}·{co}·{ho}·{wo}", batch * co * ho * wo))
     k = cin_g * kh * kw
-    lines.append(FormulaLine("per output", "(C_in/groups)·k_h·k_w multiplies + (that − 1) adds + 1 bias add",
-                             f"{_n(k)} + {_n(k - 1)} + 1", 2 * k))
+    if ctx["bias"]:
+        lines.append(FormulaLine("per output", "(C_in/groups)·k_h·k_w multiplies + (that − 1) adds + 1 bias add",
+                                 f"{_n(k)} + {_n(k - 1)} + 1", 2 * k))
+    else:
+        lines.append(FormulaLine("per output", "(C_in/groups)·k_h·k_w multiplies + (that − 1) adds, counted as 2 per MAC",
+                                 f"{_n(k)} + {_n(k - 1)} ≈ 2 × {_n(k)}", 2 * k))
     p = _conv_params(ctx)
     lines.append(FormulaLine("params", "C_out·(C_in/groups)·k_h·k_w" + (" + C_out" if ctx["bias"] else ""),
                              f"{co}·{cin_g}·{kh}·{kw}" + (f" + {co}" if ctx["bias"] else ""), p.trainable))
@@ -322,11 +326,12 @@ def _sdpa_cost(ctx: Ctx) -> Cost:
     f = FLOPS_PER_MAC * macs + _SDPA_SOFTMAX_FLOPS * scores
     # dV = Pᵀ·dO (scores·Ev MACs), dP = dO·Vᵀ (scores·Ev), dQ = dS·K (scores·E), dK = dSᵀ·Q (scores·E)
     soft = _SDPA_SOFTMAX_BWD * scores
-    # dP and the softmax backward (which give dS) are booked to the query, whose gradient needs them first.
-    dq = FLOPS_PER_MAC * scores * q[-1] + FLOPS_PER_MAC * scores * v[-1] + soft
+    # dP = dO·Vᵀ and the softmax backward give dS, which both dQ and dK need: counted once if either needs it
+    dq = FLOPS_PER_MAC * scores * q[-1]
     dk = FLOPS_PER_MAC * scores * k[-1]
     dv = FLOPS_PER_MAC * scores * v[-1]
-    return Cost(macs=macs, flops=f, bwd_input=(dq, dk, dv))
+    return Cost(macs=macs, flops=f, bwd_input=(dq, dk, dv), bwd_shared=FLOPS_PER_MAC * scores * v[-1] + soft,
+                bwd_shared_inputs=(0, 1))
 
 
 def _sdpa_formula(ctx: Ctx, batch: int) -> list[FormulaLine]:
@@ -376,8 +381,8 @@ def _unary_factory(kind: str, fwd: int, bwd: int, saves: str, torch: str, how: s
             return Saves(output=True)
         if saves == "input":
             return Saves(inputs=(0,))
-        if saves == "mask":   # a bool mask of one byte per element, counted as a quarter of an fp32 element
-            return Saves(extra=-(-numel(ctx.out) // 4))
+        if saves == "mask":   # a bool mask: one byte per element
+            return Saves(extra_bytes=numel(ctx.out))
         return Saves()
 
     attrs = (Attr("p", "prob", 0.5),) if kind == "dropout" else ()
@@ -427,11 +432,22 @@ def _bn_params(ctx: Ctx) -> Params:
 
 
 # Inference: y = x·a + b with a = γ/√(var+ε), b = β − mean·a precomputed per channel → 2 FLOPs per element.
-# Training backward: dx = (a/M)·(M·dy − Σdy − x̂·Σ(dy·x̂)) ≈ 6 per element (x̂ recomputed 2, products and sums 4);
-# dγ = Σ dy·x̂, dβ = Σ dy → 3 per element.
+# Training backward, per element: the sums Σdy and Σdy·x̂ (x̂ recomputed 2, product 1, two reductions 2 = 5) give
+# dβ and dγ and are shared by dx = (1/σ)·(γ·dy − (Σdy + x̂·Σdy·x̂)/M) (5 more, 6 with the γ multiply).
+# With affine weights the sums are booked to the weight gradient, otherwise to the input gradient.
+_NORM_SUMS, _NORM_DX = 5, 5
+
+
+def _norm_backward(e: int, affine: bool) -> tuple[tuple[int], int]:
+    if affine:
+        return ((_NORM_DX + 1) * e,), _NORM_SUMS * e
+    return ((_NORM_DX + _NORM_SUMS) * e,), 0
+
+
 def _bn_cost(ctx: Ctx) -> Cost:
     e = numel(ctx.x)
-    return Cost(flops=2 * e, bwd_input=(6 * e,), bwd_weight=3 * e if ctx["affine"] else 0)
+    bi, bw = _norm_backward(e, ctx["affine"])
+    return Cost(flops=2 * e, bwd_input=bi, bwd_weight=bw)
 
 
 def _bn_formula(ctx: Ctx, batch: int) -> list[FormulaLine]:
@@ -446,7 +462,7 @@ register(OpRule(
     (Attr("eps", "float", 1e-5), Attr("momentum", "float", 0.1), Attr("affine", "bool", True),
      Attr("track_running_stats", "bool", True)),
     _bn_shape, _bn_cost, _bn_formula, _bn_params,
-    saves=lambda ctx: Saves(inputs=(0,), fixed=2 * ctx.x[0]), channel="pass",
+    saves=lambda ctx: Saves(inputs=(0,), fixed_bytes=2 * 4 * ctx.x[0]), channel="pass",
     doc="batch normalisation over dim 1 (BatchNorm1d/2d); num_features follow from the input", torch="nn.BatchNorm2d"))
 
 
@@ -454,7 +470,8 @@ register(OpRule(
 # normalise (subtract, multiply: 2) → 6 per element, + 2 for the affine γ·x̂ + β. Backward as BatchNorm's.
 def _stat_norm_cost(ctx: Ctx, affine: bool) -> Cost:
     e = numel(ctx.x)
-    return Cost(flops=(8 if affine else 6) * e, bwd_input=(6 * e,), bwd_weight=3 * e if affine else 0)
+    bi, bw = _norm_backward(e, affine)
+    return Cost(flops=(8 if affine else 6) * e, bwd_input=bi, bwd_weight=bw)
 
 
 def _ln_shape(ctx: Ctx):
@@ -479,7 +496,7 @@ register(OpRule(
     (Attr("normalized_ndim", "pos", 1, doc="how many trailing dims are normalised"), Attr("eps", "float", 1e-5),
      Attr("elementwise_affine", "bool", True), Attr("bias", "bool", True)),
     _ln_shape, lambda ctx: _stat_norm_cost(ctx, ctx["elementwise_affine"]), _ln_formula, _ln_params,
-    saves=lambda ctx: Saves(inputs=(0,), extra=2 * numel(ctx.x[:len(ctx.x) - ctx["normalized_ndim"]])),
+    saves=lambda ctx: Saves(inputs=(0,), extra_bytes=2 * 4 * numel(ctx.x[:len(ctx.x) - ctx["normalized_ndim"]])),
     channel="pass", doc="layer normalisation over the trailing dims; normalized_shape follows from the input",
     torch="nn.LayerNorm"))
 
@@ -497,7 +514,7 @@ register(OpRule(
     _gn_shape, lambda ctx: _stat_norm_cost(ctx, ctx["affine"]),
     lambda ctx, batch: [_mul_formula("FLOPs", ["N", "elements"], [batch, numel(ctx.x)], 8 if ctx["affine"] else 6, "per element")],
     lambda ctx: Params(trainable=2 * ctx.x[0] if ctx["affine"] else 0),
-    saves=lambda ctx: Saves(inputs=(0,), extra=2 * ctx["num_groups"]), channel="pass",
+    saves=lambda ctx: Saves(inputs=(0,), extra_bytes=2 * 4 * ctx["num_groups"]), channel="pass",
     doc="group normalisation; num_channels follow from the input", torch="nn.GroupNorm"))
 
 
@@ -540,8 +557,8 @@ def _pool_factory(kind: str, torch: str, is_max: bool) -> OpRule:
         return [_mul_formula("FLOPs", ["N", "outputs"], [batch, numel(ctx.out)], per, f"{per} ({how})")]
 
     def saves(ctx: Ctx) -> Saves:
-        # max pooling keeps int64 argmax indices: 2 fp32-sized elements per output
-        return Saves(inputs=(0,), extra=2 * numel(ctx.out)) if is_max else Saves()
+        # max pooling keeps its input and int64 argmax indices (8 bytes per output); average pooling its input
+        return Saves(inputs=(0,), extra_bytes=8 * numel(ctx.out)) if is_max else Saves(inputs=(0,))
 
     return OpRule(kind, "pool", tuple(attrs), _pool_shape, cost, formula, saves=saves, channel="pass", torch=torch)
 
@@ -582,7 +599,7 @@ def _adaptive_factory(kind: str, torch: str, is_max: bool) -> OpRule:
                             batch * val)]
 
     return OpRule(kind, "pool", (Attr("output_size", "opt_pair"),), _adaptive_shape, cost, formula,
-                  saves=(lambda ctx: Saves(inputs=(0,), extra=2 * numel(ctx.out))) if is_max else (lambda ctx: Saves()),
+                  saves=(lambda ctx: Saves(inputs=(0,), extra_bytes=8 * numel(ctx.out))) if is_max else (lambda ctx: Saves()),
                   channel="pass", torch=torch)
 
 
@@ -612,7 +629,8 @@ def _interp_shape(ctx: Ctx):
     return (c, oh, ow)
 
 
-# nearest copies (0 FLOPs); bilinear blends 4 neighbours with 3 lerps of 3 FLOPs each → 9 per output (11 bicubic…)
+# nearest copies (0 FLOPs); bilinear blends 4 neighbours with 3 lerps of 3 FLOPs each → 9 per output; bicubic
+# blends 16 neighbours (4 cubic weights per axis, 4 + 1 four-tap dot products of 7 FLOPs) → 35 per output
 _INTERP_FLOPS = {"nearest": 0, "bilinear": 9, "bicubic": 35}
 
 

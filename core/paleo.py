@@ -87,10 +87,12 @@ class _Work:
     bwd_f: tuple[int, ...]
     bwd_a: tuple[int, ...]
     bwd_w: tuple[int, ...]
+    bwd_x: tuple[int, ...]      # fixed-width saved buffers read back (indices, masks, statistics), bytes per sample
 
     @cached_property
     def sums(self) -> tuple[int, ...]:
-        return tuple(sum(x) for x in (self.fwd_f, self.fwd_a, self.fwd_w, self.bwd_f, self.bwd_a, self.bwd_w))
+        return tuple(sum(x) for x in (self.fwd_f, self.fwd_a, self.fwd_w, self.bwd_f, self.bwd_a, self.bwd_w,
+                                      self.bwd_x))
 
 
 def _fused_fwd_act(n: NodeInfo) -> int:
@@ -119,9 +121,10 @@ def _work(compiled: Compiled, fused: bool) -> _Work:
         fwd_a = tuple(n.in_elems + n.out_elems if n.moves_data else 0 for n in nodes)
         fwd_w = tuple(n.params.trainable + n.params.frozen + n.params.buffers for n in nodes)
     return _Work(nodes, tuple(n.cost.flops for n in nodes), fwd_a, fwd_w,
-                 tuple(n.bwd_input_flops + n.bwd_weight_flops for n in nodes),
+                 tuple(n.bwd_flops for n in nodes),
                  tuple(0 if fused and n.rule.category in FUSED_CATEGORIES else n.bwd_act_elems for n in nodes),
-                 tuple(n.bwd_weight_elems for n in nodes))
+                 tuple(n.bwd_weight_elems for n in nodes),
+                 tuple(n.bwd_extra_bytes for n in nodes))
 
 
 def _conv_choice(info: NodeInfo, algorithm: str, batch: int) -> tuple[str, int]:
@@ -203,10 +206,12 @@ class Estimate:
         self.work = _work(report.compiled, self.fused)
 
     # -- per-pass totals --------------------------------------------------------------------------------------
-    def _pass_time(self, flops: float, act: float, weights: float) -> tuple[float, float, float]:
+    def _pass_time(self, flops: float, act: float, weights: float, xbytes: float = 0) -> tuple[float, float, float]:
+        """(compute s, memory s, total s) for ``flops`` at this batch, ``act`` activation elements and ``xbytes``
+        fixed-width bytes per sample, and ``weights`` weight elements per batch."""
         p, n = self.precision, self.report.batch_size
         compute = flops / (self.peak * self.ppp)
-        memory = (act * n * p.activation + weights * p.weight) / (self.bandwidth * self.ppp_memory)
+        memory = (act * n * p.activation + xbytes * n + weights * p.weight) / (self.bandwidth * self.ppp_memory)
         total = max(compute, memory) if self.variant == "roofline" else compute + memory
         return compute, memory, total
 
@@ -214,21 +219,23 @@ class Estimate:
         """(FLOPs, bytes, compute s, memory s, total s) of one pass, summed over layers."""
         w, n, p = self.work, self.report.batch_size, self.precision
         per_layer = self.variant == "roofline" or self.conv_algorithm != "direct"
+        zero = (0,) * len(w.nodes)
         if which == "fwd":
-            fs, acts, weights = w.fwd_f, w.fwd_a, w.fwd_w
+            fs, acts, weights, xs = w.fwd_f, w.fwd_a, w.fwd_w, zero
         else:
-            fs, acts, weights = w.bwd_f, w.bwd_a, w.bwd_w
+            fs, acts, weights, xs = w.bwd_f, w.bwd_a, w.bwd_w, w.bwd_x
         if not per_layer:
             i = 0 if which == "fwd" else 3
+            x = 0 if which == "fwd" else w.sums[6]
             flops = w.sums[i] * n
-            c, m, t = self._pass_time(flops, w.sums[i + 1], w.sums[i + 2])
-            return flops, w.sums[i + 1] * n * p.activation + w.sums[i + 2] * p.weight, c, m, t
+            c, m, t = self._pass_time(flops, w.sums[i + 1], w.sums[i + 2], x)
+            return flops, (w.sums[i + 1] * p.activation + x) * n + w.sums[i + 2] * p.weight, c, m, t
         tot = [0.0, 0.0, 0.0, 0.0, 0.0]
         for k, info in enumerate(w.nodes):
             flops = self._layer_flops(info, fs[k], which)
-            c, m, t = self._pass_time(flops, acts[k], weights[k])
+            c, m, t = self._pass_time(flops, acts[k], weights[k], xs[k])
             tot[0] += flops
-            tot[1] += acts[k] * n * p.activation + weights[k] * p.weight
+            tot[1] += (acts[k] * p.activation + xs[k]) * n + weights[k] * p.weight
             tot[2] += c
             tot[3] += m
             tot[4] += t
@@ -297,8 +304,8 @@ class Estimate:
             fb = w.fwd_a[k] * n * p.activation + w.fwd_w[k] * p.weight
             c, m, t = self._pass_time(f, w.fwd_a[k], w.fwd_w[k])
             bf = self._layer_flops(info, w.bwd_f[k], "bwd")
-            bc, bm, bt = self._pass_time(bf, w.bwd_a[k], w.bwd_w[k])
-            bb = w.bwd_a[k] * n * p.activation + w.bwd_w[k] * p.weight
+            bc, bm, bt = self._pass_time(bf, w.bwd_a[k], w.bwd_w[k], w.bwd_x[k])
+            bb = (w.bwd_a[k] * p.activation + w.bwd_x[k]) * n + w.bwd_w[k] * p.weight
             fwd_pt = RooflinePoint.of(info.name, f, fb, self.peak, self.bandwidth)
             bwd_pt = RooflinePoint.of(info.name, bf, bb, self.peak, self.bandwidth)
             rows.append({
@@ -353,20 +360,26 @@ def estimate(model: Any, device: Any, batch_size: int = 1, dtype: str = "fp32", 
 
 def scaling(model: Any, device: Any, link: Any, workers=(1, 2, 4, 8), batch_size: int = 64, mode: str = "strong",
             **kw) -> list[dict]:
-    """Data-parallel scaling. strong: the global batch ``batch_size`` is split over K workers (⌈B/K⌉ each);
-    weak: every worker keeps ``batch_size``. Speed-up is throughput relative to one worker; efficiency = speed-up / K."""
+    """Data-parallel scaling. strong: the global batch ``batch_size`` is split over K workers (⌈B/K⌉ each, the
+    last ones short when K does not divide B, so a step takes as long as the fullest worker); weak: every worker
+    keeps ``batch_size``. Speed-up is throughput relative to one worker; efficiency = speed-up / K."""
     _choice(mode, ("strong", "weak"), "mode")
-    rows, base = [], None
+
+    def run(k: int) -> dict:
+        per = ceil(batch_size / k) if mode == "strong" else batch_size
+        t = estimate(model, device, batch_size=per, workers=k, link=link if k > 1 else None, **kw).totals
+        samples = batch_size if mode == "strong" else batch_size * k
+        return {"workers": k, "per_worker_batch": per, "compute_s": t["training_step_s"] - t["communication_s"],
+                "communication_s": t["communication_s"], "training_step_s": t["training_step_s"],
+                "samples_per_s": samples / t["training_step_s"]}
+
+    base = run(1)["samples_per_s"]
+    rows = []
     for k in workers:
-        per = max(1, ceil(batch_size / k)) if mode == "strong" else batch_size
-        e = estimate(model, device, batch_size=per, workers=k, link=link if k > 1 else None, **kw)
-        t = e.totals
-        if base is None:
-            base = t["samples_per_s"]
-        speedup = t["samples_per_s"] / base
-        rows.append({"workers": k, "per_worker_batch": per, "compute_s": t["training_step_s"] - t["communication_s"],
-                     "communication_s": t["communication_s"], "training_step_s": t["training_step_s"],
-                     "samples_per_s": t["samples_per_s"], "speedup": speedup, "efficiency": speedup / k})
+        row = run(k)
+        row["speedup"] = row["samples_per_s"] / base
+        row["efficiency"] = row["speedup"] / k
+        rows.append(row)
     return rows
 
 

@@ -59,6 +59,8 @@ class Cost:
     flops: int = 0
     bwd_input: tuple[int, ...] = ()
     bwd_weight: int = 0
+    bwd_shared: int = 0                      # needed once if any of ``bwd_shared_inputs`` carries a gradient
+    bwd_shared_inputs: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -70,14 +72,14 @@ class Params:
 
 @dataclass(frozen=True)
 class Saves:
-    """What the op keeps for its backward pass: which inputs (by index), whether its output, and extra elements of
-    its own: per sample (a dropout mask, max-pool indices, LayerNorm's per-row statistics) or per batch
-    (BatchNorm's per-channel statistics, shared by the whole batch)."""
+    """What the op keeps for its backward pass: which inputs (by index), whether its output, and buffers of its own
+    with a fixed byte width whatever the precision: per sample (max-pool int64 indices, a dropout byte mask,
+    LayerNorm's fp32 per-row statistics) or per batch (BatchNorm's fp32 per-channel statistics)."""
 
     inputs: tuple[int, ...] = ()
     output: bool = False
-    extra: int = 0       # per sample
-    fixed: int = 0       # per batch (BatchNorm's per-channel mean and inverse std)
+    extra_bytes: int = 0   # per sample
+    fixed_bytes: int = 0   # per batch
 
 
 @dataclass(frozen=True)

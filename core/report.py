@@ -100,9 +100,9 @@ class Report:
         param_bytes = params * p.weight
         buffer_bytes = c.buffers * p.weight
         activation_bytes = c.peak_live * n * p.activation
-        saved = (c.saved * n + c.saved_fixed) * p.activation
+        saved = c.saved * n * p.activation + c.saved_extra_bytes * n + c.saved_fixed_bytes
         grads = c.trainable * p.grad
-        master = params * p.master
+        master = c.trainable * p.master       # frozen parameters need no fp32 master copy
         opt = c.trainable * self._states * p.state
         traffic = c.weight_elems_read * p.weight + c.moved_elems * n * p.activation
         flops = c.flops * n
@@ -143,13 +143,13 @@ class Report:
             output_shape=(n,) + i.out_shape,
             params=i.params.trainable + i.params.frozen, trainable_params=i.params.trainable, buffers=i.params.buffers,
             macs=i.cost.macs * n, flops=i.cost.flops * n,
-            backward_flops=(i.bwd_input_flops + i.bwd_weight_flops) * n,
+            backward_flops=i.bwd_flops * n,
             backward_input_flops=i.bwd_input_flops * n, backward_weight_flops=i.bwd_weight_flops * n,
             weight_bytes=(i.params.trainable + i.params.frozen + i.params.buffers) * p.weight,
             input_bytes=i.in_elems * n * p.activation if moves else 0,
             output_bytes=i.out_elems * n * p.activation if moves else 0,
             activation_bytes=i.out_elems * n * p.activation if moves else 0,
-            backward_bytes=i.bwd_act_elems * n * p.activation + i.bwd_weight_elems * p.weight,
+            backward_bytes=(i.bwd_act_elems * p.activation + i.bwd_extra_bytes) * n + i.bwd_weight_elems * p.weight,
         )
 
     def layer(self, name: str) -> Layer:

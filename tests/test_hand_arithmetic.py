@@ -238,8 +238,8 @@ def _probe(op: str, **attrs) -> Network:
      180, 0),                   # 36 × (1 divide + 4 adds) = 36 × 5
     ("batch_norm", {},
      288,                       # 144 × 2 (folded scale and shift)
-     864,                       # 144 × 6 (dx)
-     432),                      # 144 × 3 (dγ = Σ dy·x̂, dβ = Σ dy)
+     864,                       # 144 × 6 (dx from the shared sums: 5, plus the γ multiply)
+     720),                      # 144 × 5 (the sums Σdy, Σdy·x̂ with x̂ recomputed: dβ, dγ; dx reuses them)
     ("softmax", {"dim": 1},
      720,                       # 144 × 5 (max, subtract, exp, sum, divide)
      576, 0),                   # 144 × 4
