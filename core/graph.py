@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from math import prod
 
 from . import ops as _ops  # noqa: F401  (registers every op)
@@ -38,6 +38,15 @@ class NodeInfo:
     root: str                      # the tensor that holds this node's output (itself unless the op is a view)
     index: int
     bwd_accum: int = 0             # adds that sum the output's gradient arriving from several consumers
+
+    @cached_property
+    def per_sample(self) -> tuple[int, ...]:
+        """A layer row's numbers before scaling (see ``Report._layer``), computed once per node."""
+        p, moves = self.params, self.moves_data
+        return (p.trainable + p.frozen, p.trainable, p.buffers, self.cost.macs, self.cost.flops, self.bwd_flops,
+                self.bwd_input_flops, self.bwd_weight_flops, p.trainable + p.frozen + p.buffers,
+                self.in_elems if moves else 0, self.out_elems if moves else 0, self.bwd_act_elems,
+                self.bwd_extra_bytes, self.bwd_weight_elems)
 
     @property
     def ctx(self) -> Ctx:

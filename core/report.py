@@ -137,20 +137,12 @@ class Report:
 
     def _layer(self, i: NodeInfo) -> Layer:
         n, p = self.batch_size, self.precision
-        moves = i.moves_data
-        return Layer(
-            name=i.name, op=i.op, category=i.rule.category, inputs=i.inputs, input_shapes=i.in_shapes,
-            output_shape=(n,) + i.out_shape,
-            params=i.params.trainable + i.params.frozen, trainable_params=i.params.trainable, buffers=i.params.buffers,
-            macs=i.cost.macs * n, flops=i.cost.flops * n,
-            backward_flops=i.bwd_flops * n,
-            backward_input_flops=i.bwd_input_flops * n, backward_weight_flops=i.bwd_weight_flops * n,
-            weight_bytes=(i.params.trainable + i.params.frozen + i.params.buffers) * p.weight,
-            input_bytes=i.in_elems * n * p.activation if moves else 0,
-            output_bytes=i.out_elems * n * p.activation if moves else 0,
-            activation_bytes=i.out_elems * n * p.activation if moves else 0,
-            backward_bytes=(i.bwd_act_elems * p.activation + i.bwd_extra_bytes) * n + i.bwd_weight_elems * p.weight,
-        )
+        (params, trainable, buffers, macs, flops, bwd, bwd_in, bwd_w, weights, in_e, out_e, bwd_a, bwd_x,
+         bwd_we) = i.per_sample
+        return Layer(i.name, i.op, i.rule.category, i.inputs, i.in_shapes, (n,) + i.out_shape,
+                     params, trainable, buffers, macs * n, flops * n, bwd * n, bwd_in * n, bwd_w * n,
+                     weights * p.weight, in_e * n * p.activation, out_e * n * p.activation, out_e * n * p.activation,
+                     (bwd_a * p.activation + bwd_x) * n + bwd_we * p.weight)
 
     def layer(self, name: str) -> Layer:
         info = self.compiled.by_name.get(name)
