@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -23,6 +24,9 @@ SCHEMA_NAME = "cnn-calc/devices"
 SCHEMA_VERSION = 1
 PRECISION_KEYS = ("fp64", "fp32", "tf32", "fp16", "bf16", "int8")
 KINDS = ("GPU", "CPU", "TPU", "SoC", "accelerator")
+# Classes of work a calibrated device states its own efficiency for (fraction of the peak it reaches).
+OP_CLASSES = ("conv", "grouped_conv", "linear", "elementwise")
+USER_PATH = Path(os.environ.get("CNN_CALC_HOME", "~/.cnn_calc")).expanduser() / "devices.json"
 
 _FLOPS = {"type": "object", "additionalProperties": False,
           "properties": {k: {"type": "number", "exclusiveMinimum": 0} for k in PRECISION_KEYS}}
@@ -44,6 +48,8 @@ DEVICE_SCHEMA: dict = {
         "note": {"type": "string"},
         "gpus_per_board": {"type": "integer", "minimum": 1},
         "compute_notes": {"type": "object", "additionalProperties": {"type": "string"}},
+        "efficiency": {"type": "object", "additionalProperties": False,
+                       "properties": {k: {"type": "number", "exclusiveMinimum": 0, "maximum": 1} for k in OP_CLASSES}},
         "user": {"type": "boolean"},
     },
 }
@@ -78,6 +84,7 @@ class Device:
     sparse_flops: dict = field(default_factory=dict)
     gpus_per_board: int = 1
     compute_notes: dict = field(default_factory=dict)
+    efficiency: dict = field(default_factory=dict)   # op class → fraction of peak (calibrated devices)
     user: bool = False
 
     def peak(self, compute: str) -> float:
@@ -262,8 +269,9 @@ def _load_cached(path: str, mtime: float) -> DeviceDB:
     return parse_devices(_read(Path(path)), where=Path(path).name)
 
 
-def load_devices(path: str | Path | None = None, user_path: str | Path | None = None) -> DeviceDB:
-    """The database (default: ``device_specs.json`` beside ``core/``), plus a user file's entries if given."""
+def load_devices(path: str | Path | None = None, user_path: str | Path | None = USER_PATH) -> DeviceDB:
+    """The database (default: ``device_specs.json`` beside ``core/``) plus the user's own entries (default
+    ``~/.cnn_calc/devices.json``, or ``$CNN_CALC_HOME/devices.json``; ``user_path=None`` leaves them out)."""
     p = Path(path or DEFAULT_PATH)
     try:
         mtime = p.stat().st_mtime

@@ -127,6 +127,15 @@ def _work(compiled: Compiled, fused: bool) -> _Work:
                  tuple(n.bwd_extra_bytes for n in nodes))
 
 
+def op_class(info: NodeInfo) -> str:
+    """Which calibrated efficiency applies to a node (see devices.OP_CLASSES)."""
+    if info.op in ("conv2d", "conv_transpose2d"):
+        return "grouped_conv" if info.attrs["groups"] > 1 else "conv"
+    if info.rule.category in ("linear", "matmul", "attention"):
+        return "linear"
+    return "elementwise"
+
+
 def _conv_choice(info: NodeInfo, algorithm: str, batch: int) -> tuple[str, int]:
     """(algorithm used, forward FLOPs at this batch) for one node."""
     direct = info.cost.flops * batch
@@ -206,11 +215,14 @@ class Estimate:
         self.work = _work(report.compiled, self.fused)
 
     # -- per-pass totals --------------------------------------------------------------------------------------
-    def _pass_time(self, flops: float, act: float, weights: float, xbytes: float = 0) -> tuple[float, float, float]:
+    def _pass_time(self, flops: float, act: float, weights: float, xbytes: float = 0,
+                   info: NodeInfo | None = None) -> tuple[float, float, float]:
         """(compute s, memory s, total s) for ``flops`` at this batch, ``act`` activation elements and ``xbytes``
-        fixed-width bytes per sample, and ``weights`` weight elements per batch."""
+        fixed-width bytes per sample, and ``weights`` weight elements per batch. A calibrated device's efficiency
+        for the node's class of work multiplies the PPP."""
         p, n = self.precision, self.report.batch_size
-        compute = flops / (self.peak * self.ppp)
+        eff = self.device.efficiency.get(op_class(info), 1.0) if info is not None and self.device.efficiency else 1.0
+        compute = flops / (self.peak * self.ppp * eff)
         memory = (act * n * p.activation + xbytes * n + weights * p.weight) / (self.bandwidth * self.ppp_memory)
         total = max(compute, memory) if self.variant == "roofline" else compute + memory
         return compute, memory, total
@@ -218,7 +230,7 @@ class Estimate:
     def _layer_sum(self, which: str) -> tuple[float, float, float, float, float]:
         """(FLOPs, bytes, compute s, memory s, total s) of one pass, summed over layers."""
         w, n, p = self.work, self.report.batch_size, self.precision
-        per_layer = self.variant == "roofline" or self.conv_algorithm != "direct"
+        per_layer = self.variant == "roofline" or self.conv_algorithm != "direct" or bool(self.device.efficiency)
         zero = (0,) * len(w.nodes)
         if which == "fwd":
             fs, acts, weights, xs = w.fwd_f, w.fwd_a, w.fwd_w, zero
@@ -233,7 +245,7 @@ class Estimate:
         tot = [0.0, 0.0, 0.0, 0.0, 0.0]
         for k, info in enumerate(w.nodes):
             flops = self._layer_flops(info, fs[k], which)
-            c, m, t = self._pass_time(flops, acts[k], weights[k], xs[k])
+            c, m, t = self._pass_time(flops, acts[k], weights[k], xs[k], info)
             tot[0] += flops
             tot[1] += (acts[k] * p.activation + xs[k]) * n + weights[k] * p.weight
             tot[2] += c
@@ -302,9 +314,9 @@ class Estimate:
         for k, info in enumerate(w.nodes):
             f = self._layer_flops(info, w.fwd_f[k], "fwd")
             fb = w.fwd_a[k] * n * p.activation + w.fwd_w[k] * p.weight
-            c, m, t = self._pass_time(f, w.fwd_a[k], w.fwd_w[k])
+            c, m, t = self._pass_time(f, w.fwd_a[k], w.fwd_w[k], 0, info)
             bf = self._layer_flops(info, w.bwd_f[k], "bwd")
-            bc, bm, bt = self._pass_time(bf, w.bwd_a[k], w.bwd_w[k], w.bwd_x[k])
+            bc, bm, bt = self._pass_time(bf, w.bwd_a[k], w.bwd_w[k], w.bwd_x[k], info)
             bb = (w.bwd_a[k] * p.activation + w.bwd_x[k]) * n + w.bwd_w[k] * p.weight
             fwd_pt = RooflinePoint.of(info.name, f, fb, self.peak, self.bandwidth)
             bwd_pt = RooflinePoint.of(info.name, bf, bb, self.peak, self.bandwidth)

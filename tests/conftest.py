@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+
+# The user's own devices (~/.cnn_calc) must not leak into tests: point the engine at an empty home, before core
+# is imported, and let subprocesses (the CLI tests) inherit it.
+os.environ["CNN_CALC_HOME"] = tempfile.mkdtemp(prefix="cnn_calc_test_home_")
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:

@@ -187,3 +187,12 @@ def test_training_memory_fit_is_reported():
     big = Device(id="tiny", name="Tiny", vendor="t", kind="GPU", year=2020, peak_flops={"fp32": 1e12},
                  memory_bandwidth=1e11, memory_capacity=1e6, source="hand-made", note="")
     assert estimate("resnet18", big).totals["fits_in_memory"] is False   # 11.7 M params · 4 B > 1 MB
+
+
+def test_calibrated_efficiency_scales_compute_per_class_of_work():
+    calibrated = Device(**{**TOY.__dict__, "id": "cal", "efficiency": {"linear": 0.5, "elementwise": 0.25}})
+    plain = estimate(two_layer(), TOY, batch_size=2).layers
+    cal = estimate(two_layer(), calibrated, batch_size=2).layers
+    assert cal[0]["forward_compute_s"] == pytest.approx(2 * plain[0]["forward_compute_s"])    # linear at 50%
+    assert cal[1]["forward_compute_s"] == pytest.approx(4 * plain[1]["forward_compute_s"])    # relu at 25%
+    assert cal[0]["forward_memory_s"] == pytest.approx(plain[0]["forward_memory_s"])          # bandwidth as measured
