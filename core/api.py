@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 from . import zoo
@@ -12,10 +13,23 @@ from .ir import Network
 from .report import Report, check_batch
 
 
-def load_network(model: Any) -> Network:
-    """A ``Network``, a built-in name (``"resnet50"``), or a path to an IR JSON file."""
+def _is_torch_module(model: Any) -> bool:
+    torch = sys.modules.get("torch")            # a module can only exist if torch was imported already
+    return torch is not None and isinstance(model, torch.nn.Module)
+
+
+def load_network(model: Any, input_shape: Any = None) -> Network:
+    """A ``Network``, a built-in name (``"resnet50"``), a path to an IR JSON file, or a ``torch.nn.Module`` (then
+    ``input_shape`` is required; see ``core.bridge.fx_import``)."""
     if isinstance(model, Network):
         return model
+    if _is_torch_module(model):
+        if input_shape is None:
+            raise NetworkError("analysing an nn.Module needs input_shape, e.g. (3, 224, 224)", field="input_shape",
+                               value=None)
+        from .bridge.fx_import import from_module
+
+        return from_module(model, parse_shape(input_shape), name=type(model).__name__).network
     if isinstance(model, str):
         if model.endswith(".json") or os.path.sep in model:
             try:
@@ -52,13 +66,14 @@ def parse_shape(text: Any) -> tuple[int, ...]:
 
 def analyze(model: Any, input_shape: Any = None, batch_size: int = 1, dtype: str = "fp32",
             optimizer: str = "sgd_momentum") -> Report:
-    """Analyse ``model`` (a built-in name, a JSON path or a ``Network``) at a batch size and precision.
+    """Analyse ``model`` (a built-in name, a JSON path, a ``Network`` or a ``torch.nn.Module``) at a batch size and
+    precision.
 
     ``input_shape`` is per sample (``(3, 224, 224)``); by default the network's own. The network is compiled once
     and cached; a new batch size or dtype is pure arithmetic.
     """
     check_batch(batch_size)
-    network = load_network(model)
-    if input_shape is not None:
+    network = load_network(model, input_shape)
+    if input_shape is not None and not _is_torch_module(model):
         network = network.with_input_shape(parse_shape(input_shape))
     return Report(compile_network(network), batch_size, dtype, optimizer)

@@ -799,8 +799,215 @@ def _param_shape(ctx: Ctx):
     return tuple(ctx["shape"])
 
 
-register(OpRule("parameter", "misc", (Attr("shape", "ints"), Attr("trainable", "bool", True)), _param_shape,
-                lambda ctx: Cost(), lambda ctx, batch: [FormulaLine("params", "∏ shape", _dims(ctx.out), numel(ctx.out))],
-                lambda ctx: Params(trainable=numel(ctx.out)) if ctx["trainable"] else Params(frozen=numel(ctx.out)),
-                arity=(0, 0), doc="a learned tensor broadcast over the batch (class token, position embedding)",
-                torch="nn.Parameter"))
+def _param_params(ctx: Ctx) -> Params:
+    count = numel(ctx.out) if ctx["numel"] is None else ctx["numel"]
+    if ctx["buffer"]:
+        return Params(buffers=count)
+    return Params(trainable=count) if ctx["trainable"] else Params(frozen=count)
+
+
+register(OpRule("parameter", "misc",
+                (Attr("shape", "ints"), Attr("trainable", "bool", True), Attr("buffer", "bool", False),
+                 Attr("numel", "opt_nonneg", None,
+                      doc="elements stored, if the tensor is derived from a table (0: counted elsewhere)")),
+                _param_shape, lambda ctx: Cost(),
+                lambda ctx, batch: [FormulaLine("params", "∏ shape", _dims(ctx.out), numel(ctx.out))], _param_params,
+                arity=(0, 0), doc="a learned tensor (or buffer) broadcast over the batch: class token, position "
+                                  "embedding, layer scale", torch="nn.Parameter"))
+
+
+# == reductions, slicing, padding =================================================================================
+
+def _mean_shape(ctx: Ctx):
+    rank = len(ctx.x) + 1
+    dims = sorted({_sample_dim(ctx, d, rank, "dim") for d in ctx["dim"]})
+    if ctx["keepdim"]:
+        return tuple(1 if i in dims else d for i, d in enumerate(ctx.x))
+    return tuple(d for i, d in enumerate(ctx.x) if i not in dims)
+
+
+register(OpRule(
+    "mean", "pool", (Attr("dim", "ints"), Attr("keepdim", "bool", False)), _mean_shape,
+    lambda ctx: Cost(flops=numel(ctx.x), bwd_input=(numel(ctx.x),)),     # one add per input (+ the divide)
+    lambda ctx, batch: [_mul_formula("FLOPs", ["N", "input elements"], [batch, numel(ctx.x)], 1, "1 (add; divide)")],
+    doc="mean over dims (torch.mean)", torch="torch.mean"))
+
+
+def _slice_shape(ctx: Ctx):
+    rank = len(ctx.x) + 1
+    d = _sample_dim(ctx, ctx["dim"], rank, "dim")
+    size = ctx.x[d]
+    start, end, step = ctx["start"], ctx["end"], ctx["step"]
+    if ctx["select"]:
+        idx = start + size if start < 0 else start
+        if not 0 <= idx < size:
+            raise ctx.fail(f"index {start} is out of range for size {size}", "start", start)
+        return ctx.x[:d] + ctx.x[d + 1:]
+    n = len(range(*slice(start, end, step).indices(size)))
+    if n < 1:
+        raise ctx.fail(f"slice {start}:{end}:{step} of size {size} is empty", "start", start)
+    return ctx.x[:d] + (n,) + ctx.x[d + 1:]
+
+
+register(OpRule(
+    "slice", "shape",
+    (Attr("dim", "int"), Attr("start", "int", 0), Attr("end", "int", MAX_DIM), Attr("step", "pos", 1),
+     Attr("select", "bool", False, doc="index one position and drop the dim (x[:, 0])")),
+    _slice_shape, _zero_cost, _zero_formula, alias=True, doc="x[..., start:end:step] or x[:, i] along one dim",
+    torch="Tensor.__getitem__"))
+
+
+def _pad_shape(ctx: Ctx):
+    pads = ctx["pad"]
+    if len(pads) % 2 or len(pads) // 2 > len(ctx.x):
+        raise ctx.fail("pad needs pairs (left, right) for the last dims, batch excluded", "pad", pads)
+    out = list(ctx.x)
+    for i in range(len(pads) // 2):
+        d = len(out) - 1 - i
+        out[d] += pads[2 * i] + pads[2 * i + 1]
+        if out[d] < 1:
+            raise ctx.fail("padding leaves an empty dimension", "pad", pads)
+    return tuple(out)
+
+
+register(OpRule("pad", "shape", (Attr("pad", "ints"),), _pad_shape, _zero_cost, _zero_formula,
+                channel="none", doc="constant padding (F.pad), a copy", torch="F.pad"))
+register(OpRule("roll", "shape", (Attr("shifts", "ints"), Attr("dims", "ints")), lambda ctx: ctx.x, _zero_cost,
+                _zero_formula, channel="pass", doc="torch.roll, a copy", torch="torch.roll"))
+
+
+def _einsum_parse(ctx: Ctx):
+    eq = ctx["equation"].replace(" ", "")
+    if "->" not in eq or "." in eq:
+        raise ctx.fail("needs an explicit output ('ij,jk->ik') and no ellipsis", "equation", ctx["equation"])
+    lhs, out = eq.split("->")
+    terms = lhs.split(",")
+    if len(terms) != len(ctx.ins):
+        raise ctx.fail(f"{len(terms)} operands in the equation, {len(ctx.ins)} inputs", "equation", ctx["equation"])
+    sizes: dict[str, int] = {}
+    for term, shape in zip(terms, ctx.ins):
+        full = (None,) + tuple(shape)              # the first letter of every operand is the batch
+        if len(term) != len(full):
+            raise ctx.fail(f"operand '{term}' has {len(term)} letters for a {len(full)}-d input", "equation", eq)
+        for letter, size in zip(term[1:], full[1:]):
+            if sizes.setdefault(letter, size) != size and 1 not in (size, sizes[letter]):
+                raise ctx.fail(f"letter '{letter}' is {sizes[letter]} in one operand and {size} in another", "equation", eq)
+            sizes[letter] = max(sizes[letter], size)
+    if any(t[0] != out[0] for t in terms):
+        raise ctx.fail("the first letter of every operand and of the output must be the batch", "equation", eq)
+    return terms, out, sizes
+
+
+def _einsum_shape(ctx: Ctx):
+    _, out, sizes = _einsum_parse(ctx)
+    return tuple(sizes[c] for c in out[1:])
+
+
+def _einsum_cost(ctx: Ctx) -> Cost:
+    _, _, sizes = _einsum_parse(ctx)
+    macs = prod(sizes.values()) if len(ctx.ins) > 1 else 0   # one multiply-add per point of the index space
+    f = FLOPS_PER_MAC * macs if macs else numel(ctx.x)
+    return Cost(macs=macs, flops=f, bwd_input=tuple(f for _ in ctx.ins))
+
+
+register(OpRule("einsum", "matmul", (Attr("equation", "any"),), _einsum_shape, _einsum_cost,
+                lambda ctx, batch: [FormulaLine("MACs", "N · ∏ index sizes", f"{batch} · {_dims(tuple(_einsum_parse(ctx)[2].values()))}",
+                                                batch * _einsum_cost(ctx).macs)],
+                saves=lambda ctx: Saves(inputs=tuple(range(len(ctx.ins)))), arity=(1, None),
+                doc="torch.einsum whose operands all lead with the batch", torch="torch.einsum"))
+
+
+def _opaque_shape(ctx: Ctx):
+    if any(d < 1 for d in ctx["shape"]):
+        raise ctx.fail("dimensions must be positive", "shape", ctx["shape"])
+    return tuple(ctx["shape"])
+
+
+register(OpRule("opaque", "misc", (Attr("shape", "ints"), Attr("target", "any", "?")), _opaque_shape,
+                lambda ctx: Cost(bwd_input=(0,) * len(ctx.ins)),
+                lambda ctx, batch: [FormulaLine("FLOPs", f"not modelled ({ctx['target']})", "?", 0)],
+                arity=(0, None), doc="an operation the engine has no rule for: its shape comes from PyTorch and its "
+                                     "cost is NOT counted (listed as a warning)", torch="?"))
+
+
+# == composite attention blocks (torch.nn.MultiheadAttention, torchvision's Swin window attention) ================
+
+def _mha_shape(ctx: Ctx):
+    q, k, v = ctx.ins
+    e = ctx["embed_dim"]
+    if e % ctx["num_heads"]:
+        raise ctx.fail(f"num_heads {ctx['num_heads']} does not divide embed_dim {e}", "num_heads", ctx["num_heads"])
+    if len(q) != 2 or len(k) != 2 or len(v) != 2:
+        raise ctx.fail("expects batch-first [N, L, E] query, key and value")
+    if q[-1] != e or k[0] != v[0]:
+        raise ctx.fail(f"query must have {e} features and key/value the same length", "embed_dim", e)
+    return (q[0], e)
+
+
+def _mha_params(ctx: Ctx) -> Params:
+    e, (_, kd), (_, vd) = ctx["embed_dim"], ctx.ins[1], ctx.ins[2]
+    bias = 4 * e if ctx["bias"] else 0                   # in_proj_bias 3E + out_proj.bias E
+    return Params(trainable=e * e + kd * e + vd * e + e * e + bias)
+
+
+def _mha_cost(ctx: Ctx) -> Cost:
+    (lq, e), (lk, kd), (_, vd) = ctx.ins
+    proj = lq * e * e + lk * kd * e + lk * vd * e          # Q, K, V projections
+    attn = 2 * lq * lk * e                                  # Q·Kᵀ and P·V over all heads
+    out = lq * e * e                                        # output projection
+    macs = proj + attn + out
+    scores = ctx["num_heads"] * lq * lk
+    f = FLOPS_PER_MAC * macs + _SDPA_SOFTMAX_FLOPS * scores
+    dx = FLOPS_PER_MAC * macs + _SDPA_SOFTMAX_BWD * scores  # gradients through every product once
+    w = FLOPS_PER_MAC * (proj + out)                        # weight gradients of the four projections
+    return Cost(macs=macs, flops=f, bwd_input=(dx, 0, 0), bwd_weight=w)
+
+
+register(OpRule(
+    "multihead_attention", "attention",
+    (Attr("embed_dim", "pos"), Attr("num_heads", "pos"), Attr("bias", "bool", True)),
+    _mha_shape, _mha_cost,
+    lambda ctx, batch: [FormulaLine("MACs", "N·(L·E·E·3 + 2·L²·E + L·E·E)", f"{batch}·(…)", batch * _mha_cost(ctx).macs)],
+    _mha_params, saves=lambda ctx: Saves(inputs=(0, 1, 2), output=True), arity=(3, 3), channel="none",
+    doc="nn.MultiheadAttention (batch_first): projections, attention and output projection", torch="nn.MultiheadAttention"))
+
+
+def _win_tokens(ctx: Ctx) -> tuple[int, int]:
+    h, w, c = ctx.x
+    wh, ww = ctx["window_size"]
+    ph, pw = -(-h // wh) * wh, -(-w // ww) * ww            # padded to whole windows
+    return ph * pw, min(wh, ph) * min(ww, pw)
+
+
+def _win_shape(ctx: Ctx):
+    if len(ctx.x) != 3:
+        raise ctx.fail("expects channels-last [N, H, W, C]")
+    if ctx.x[2] % ctx["num_heads"]:
+        raise ctx.fail(f"num_heads {ctx['num_heads']} does not divide {ctx.x[2]} channels", "num_heads", ctx["num_heads"])
+    return ctx.x
+
+
+def _win_cost(ctx: Ctx) -> Cost:
+    c = ctx.x[2]
+    tokens, per_window = _win_tokens(ctx)
+    proj = tokens * c * 3 * c + tokens * c * c              # qkv and output projections on the padded map
+    attn = 2 * tokens * per_window * c                      # Q·Kᵀ and P·V inside each window
+    macs = proj + attn
+    scores = ctx["num_heads"] * tokens * per_window
+    return Cost(macs=macs, flops=FLOPS_PER_MAC * macs + _SDPA_SOFTMAX_FLOPS * scores,
+                bwd_input=(FLOPS_PER_MAC * macs + _SDPA_SOFTMAX_BWD * scores,), bwd_weight=FLOPS_PER_MAC * proj)
+
+
+register(OpRule(
+    "window_attention", "attention",
+    (Attr("window_size", "pair"), Attr("num_heads", "pos"), Attr("shift_size", "pair0", 0),
+     Attr("extra_params", "nonneg", 0, doc="relative-position tables, logit scales and bias MLPs"),
+     Attr("extra_buffers", "nonneg", 0, doc="relative-position index and coordinate tables"),
+     Attr("qkv_bias", "bool", True), Attr("proj_bias", "bool", True)),
+    _win_shape, _win_cost,
+    lambda ctx, batch: [FormulaLine("MACs", "N·(T·C·4C + 2·T·w²·C), T = padded tokens",
+                                    f"{batch}·(…)", batch * _win_cost(ctx).macs)],
+    lambda ctx: Params(trainable=4 * ctx.x[2] ** 2 + (3 * ctx.x[2] if ctx["qkv_bias"] else 0)
+                       + (ctx.x[2] if ctx["proj_bias"] else 0) + ctx["extra_params"], buffers=ctx["extra_buffers"]),
+    saves=lambda ctx: Saves(inputs=(0,), output=True), channel="pass",
+    doc="Swin (shifted) window self-attention on a channels-last map", torch="torchvision shifted_window_attention"))

@@ -248,8 +248,10 @@ def _check(a: Attr, v: Any, node: str) -> Any:
         if not (isinstance(v, tuple) and len(v) == 2 and all(i is None or (_is_int(i) and 1 <= i <= MAX_DIM) for i in v)):
             raise NetworkError("expected a positive integer, a pair of them, or null", node=node, field=a.name, value=v)
         return v
-    if k in ("opt_pos", "opt_bool", "opt_float", "opt_pair_stride") and v is None:
+    if k in ("opt_pos", "opt_nonneg", "opt_bool", "opt_float", "opt_pair_stride") and v is None:
         return None
+    if k == "opt_nonneg":
+        return _check(Attr(a.name, "nonneg"), v, node)
     if k == "opt_pos":
         return _check(Attr(a.name, "pos"), v, node)
     if k == "opt_bool":

@@ -1,13 +1,18 @@
-"""Built-in networks, written without torch, with torchvision's layer names.
+"""Built-in networks: the PyTorch-examples MNIST pair, written here, and every torchvision classifier, converted
+once from PyTorch by ``scripts/generate_zoo.py`` and shipped as IR data in ``core/zoo_data/`` (one source of truth
+per network; ``tests/test_zoo_data.py`` keeps it in sync). Loading one needs no torch.
 
-Each builder returns a ``Network``; ``get(name)`` looks one up. ``mnist_cnn_conv2_128`` is made from ``mnist_cnn`` by
-a what-if edit, so fc1's 18432 inputs come from shape propagation, not from a hand-written number.
+``mnist_cnn_conv2_128`` is made from ``mnist_cnn`` by a what-if edit, so fc1's 18432 inputs come from shape
+propagation, not from a hand-written number.
 """
 
 from __future__ import annotations
 
 import difflib
+import gzip
+import json
 from functools import lru_cache
+from pathlib import Path
 from typing import Callable
 
 from .errors import NetworkError
@@ -58,139 +63,36 @@ def mnist_cnn_conv2_128() -> Network:
                    "MNIST CNN with conv2 widened to 128 channels (fc1 becomes 18432→128 by propagation)")
 
 
-_VGG_CFGS = {
-    "vgg11": [64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"],
-    "vgg13": [64, 64, "M", 128, 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"],
-    "vgg16": [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M"],
-    "vgg19": [64, 64, "M", 128, 128, "M", 256, 256, 256, 256, "M", 512, 512, 512, 512, "M", 512, 512, 512, 512, "M"],
-}
+DATA = Path(__file__).resolve().parent / "zoo_data"
 
 
-def vgg(name: str, batch_norm: bool = False, num_classes: int = 1000) -> Network:
-    """torchvision.models.vgg*: features.i / avgpool / classifier.i."""
-    b = Builder((3, 224, 224))
-    i = 0
-    for v in _VGG_CFGS[name]:
-        if v == "M":
-            b(f"features.{i}", "max_pool2d", kernel_size=2, stride=2)
-            i += 1
-            continue
-        b(f"features.{i}", "conv2d", out_channels=v, kernel_size=3, padding=1)
-        i += 1
-        if batch_norm:
-            b(f"features.{i}", "batch_norm")
-            i += 1
-        b(f"features.{i}", "relu")
-        i += 1
-    b("avgpool", "adaptive_avg_pool2d", output_size=(7, 7))
-    b("flatten", "flatten", start_dim=1)
-    b("classifier.0", "linear", out_features=4096)
-    b("classifier.1", "relu")
-    b("classifier.2", "dropout")
-    b("classifier.3", "linear", out_features=4096)
-    b("classifier.4", "relu")
-    b("classifier.5", "dropout")
-    b("classifier.6", "linear", out_features=num_classes)
-    full = name + ("_bn" if batch_norm else "")
-    return b.build(full, f"torchvision {full}")
+def _load_data(name: str) -> Network:
+    return Network.from_json(gzip.decompress((DATA / f"{name}.json.gz").read_bytes()).decode("utf-8"))
 
 
-def alexnet(num_classes: int = 1000) -> Network:
-    b = Builder((3, 224, 224))
-    b("features.0", "conv2d", out_channels=64, kernel_size=11, stride=4, padding=2)
-    b("features.1", "relu")
-    b("features.2", "max_pool2d", kernel_size=3, stride=2)
-    b("features.3", "conv2d", out_channels=192, kernel_size=5, padding=2)
-    b("features.4", "relu")
-    b("features.5", "max_pool2d", kernel_size=3, stride=2)
-    b("features.6", "conv2d", out_channels=384, kernel_size=3, padding=1)
-    b("features.7", "relu")
-    b("features.8", "conv2d", out_channels=256, kernel_size=3, padding=1)
-    b("features.9", "relu")
-    b("features.10", "conv2d", out_channels=256, kernel_size=3, padding=1)
-    b("features.11", "relu")
-    b("features.12", "max_pool2d", kernel_size=3, stride=2)
-    b("avgpool", "adaptive_avg_pool2d", output_size=(6, 6))
-    b("flatten", "flatten", start_dim=1)
-    b("classifier.0", "dropout")
-    b("classifier.1", "linear", out_features=4096)
-    b("classifier.2", "relu")
-    b("classifier.3", "dropout")
-    b("classifier.4", "linear", out_features=4096)
-    b("classifier.5", "relu")
-    b("classifier.6", "linear", out_features=num_classes)
-    return b.build("alexnet", "torchvision alexnet")
+@lru_cache(maxsize=1)
+def index() -> dict:
+    """torchvision's classifiers shipped as IR data (scripts/generate_zoo.py): family, input shape, published
+    params and G multiply-adds, and the importer's warnings."""
+    return json.loads((DATA / "index.json").read_text(encoding="utf-8"))
 
 
-_RESNETS = {  # block, layers, groups, width_per_group
-    "resnet18": ("basic", (2, 2, 2, 2), 1, 64),
-    "resnet34": ("basic", (3, 4, 6, 3), 1, 64),
-    "resnet50": ("bottleneck", (3, 4, 6, 3), 1, 64),
-    "resnet101": ("bottleneck", (3, 4, 23, 3), 1, 64),
-    "resnet152": ("bottleneck", (3, 8, 36, 3), 1, 64),
-    "resnext50_32x4d": ("bottleneck", (3, 4, 6, 3), 32, 4),
-    "wide_resnet50_2": ("bottleneck", (3, 4, 6, 3), 1, 128),
-}
-
-
-def resnet(name: str, num_classes: int = 1000) -> Network:
-    """torchvision.models.resnet*: conv1 / bn1 / relu / maxpool / layerK.i.* / avgpool / fc."""
-    block, layers, groups, width_per_group = _RESNETS[name]
-    expansion = 1 if block == "basic" else 4
-    b = Builder((3, 224, 224))
-    b("conv1", "conv2d", out_channels=64, kernel_size=7, stride=2, padding=3, bias=False)
-    b("bn1", "batch_norm")
-    b("relu", "relu")
-    b("maxpool", "max_pool2d", kernel_size=3, stride=2, padding=1)
-    in_planes = 64
-    for li, (planes, count) in enumerate(zip((64, 128, 256, 512), layers), start=1):
-        for bi in range(count):
-            stride = 2 if (li > 1 and bi == 0) else 1
-            p = f"layer{li}.{bi}"
-            identity = b.last
-            if block == "basic":
-                b(f"{p}.conv1", "conv2d", out_channels=planes, kernel_size=3, stride=stride, padding=1, bias=False)
-                b(f"{p}.bn1", "batch_norm")
-                b(f"{p}.relu", "relu")
-                b(f"{p}.conv2", "conv2d", out_channels=planes, kernel_size=3, padding=1, bias=False)
-                b(f"{p}.bn2", "batch_norm")
-            else:
-                width = int(planes * (width_per_group / 64.0)) * groups
-                b(f"{p}.conv1", "conv2d", out_channels=width, kernel_size=1, bias=False)
-                b(f"{p}.bn1", "batch_norm")
-                b(f"{p}.relu", "relu")
-                b(f"{p}.conv2", "conv2d", out_channels=width, kernel_size=3, stride=stride, padding=1, groups=groups,
-                  bias=False)
-                b(f"{p}.bn2", "batch_norm")
-                b(f"{p}.relu_1", "relu")
-                b(f"{p}.conv3", "conv2d", out_channels=planes * expansion, kernel_size=1, bias=False)
-                b(f"{p}.bn3", "batch_norm")
-            main = b.last
-            if stride != 1 or in_planes != planes * expansion:
-                b(f"{p}.downsample.0", "conv2d", identity, out_channels=planes * expansion, kernel_size=1,
-                  stride=stride, bias=False)
-                identity = b(f"{p}.downsample.1", "batch_norm")
-            b(f"{p}.add", "add", (main, identity))
-            b(f"{p}.relu_1" if block == "basic" else f"{p}.relu_2", "relu")   # torch.fx names the reused ReLU so
-            in_planes = planes * expansion
-    b("avgpool", "adaptive_avg_pool2d", output_size=(1, 1))
-    b("flatten", "flatten", start_dim=1)
-    b("fc", "linear", out_features=num_classes)
-    return b.build(name, f"torchvision {name}")
-
-
+# The MNIST pair first, then torchvision's classifiers, VGG and ResNet leading (the course networks).
+_FIRST = ("vgg11", "vgg13", "vgg16", "vgg19", "resnet18", "resnet50", "alexnet", "googlenet")
 BUILTINS: dict[str, Callable[[], Network]] = {
     "mnist_cnn": mnist_cnn,
     "mnist_cnn_conv2_128": mnist_cnn_conv2_128,
-    **{k: (lambda k=k: vgg(k)) for k in _VGG_CFGS},
-    **{f"{k}_bn": (lambda k=k: vgg(k, batch_norm=True)) for k in _VGG_CFGS},
-    "alexnet": alexnet,
-    **{k: (lambda k=k: resnet(k)) for k in _RESNETS},
+    **{k: (lambda k=k: _load_data(k)) for k in _FIRST},
+    **{k: (lambda k=k: _load_data(k)) for k in sorted(index()) if k not in _FIRST},
 }
 
 
 def names() -> list[str]:
     return list(BUILTINS)
+
+
+def family(name: str) -> str:
+    return "MNIST" if name.startswith("mnist") else index().get(name, {}).get("family", "custom")
 
 
 @lru_cache(maxsize=None)

@@ -236,7 +236,34 @@ CASES: list[Case] = [
        [N("w", "parameter", shape=(3, 4), trainable=False), N("y", "mul", ("x", "w"))],
        lambda m, x: {"w": m["p"].w.expand(x.shape[0], 3, 4), "y": x * m["p"].w},
        p=lambda: _ParamHolder(w=(3, 4), trainable=False)),
+    # -- ops the PyTorch importer emits --------------------------------------------------------------------------
+    one("mean_hw_keepdim", (3, 5, 4), "mean", lambda: Lambda(lambda x: x.mean((2, 3), keepdim=True)), dim=(2, 3),
+        keepdim=True),
+    one("mean_tokens", (7, 6), "mean", lambda: Lambda(lambda x: x.mean(1)), dim=1),
+    one("slice_step", (8, 5), "slice", lambda: Lambda(lambda x: x[:, 1:7:2]), dim=1, start=1, end=7, step=2),
+    one("select_class_token", (5, 8), "slice", lambda: Lambda(lambda x: x[:, 0]), dim=1, start=0, select=True),
+    one("pad_hw", (3, 5, 4), "pad", lambda: Lambda(lambda x: F.pad(x, (0, 0, 1, 2, 0, 3))), pad=(0, 0, 1, 2, 0, 3)),
+    one("roll", (5, 6, 3), "roll", lambda: Lambda(lambda x: torch.roll(x, (-2, -2), (1, 2))), shifts=(-2, -2),
+        dims=(1, 2)),
+    fn("einsum_attention", {"q": (2, 5, 4), "k": (2, 6, 4)}, [N("y", "einsum", ("q", "k"), equation="bhpd,bhqd->bhpq")],
+       lambda m, q, k: {"y": torch.einsum("bhpd,bhqd->bhpq", q, k)}),
+    one("opaque_cumsum", (4, 6), "opaque", lambda: Lambda(lambda x: torch.cumsum(x, 2)), shape=(4, 6),
+        target="torch.cumsum"),
+    fn("multihead_attention", {"x": (5, 8)}, [N("y", "multihead_attention", ("x", "x", "x"), embed_dim=8, num_heads=2)],
+       lambda m, x: {"y": m["mha"](x, x, x, need_weights=False)[0]},
+       mha=lambda: nn.MultiheadAttention(8, 2, batch_first=True)),
+    fn("window_attention_shifted", {"x": (6, 6, 8)},
+       # the relative-position table of a 3×3 window: (2·3 − 1)² = 25 rows × 2 heads = 50 extra parameters;
+       # its index buffer pairs every position with every other: (3·3)² = 81
+       [N("y", "window_attention", "x", window_size=3, num_heads=2, shift_size=1, extra_params=50, extra_buffers=81)],
+       lambda m, x: {"y": m["swa"](x)}, swa=lambda: _swin_attention(8, 3, 1, 2)),
 ]
+
+
+def _swin_attention(dim, window, shift, heads):
+    from torchvision.models.swin_transformer import ShiftedWindowAttention
+
+    return ShiftedWindowAttention(dim, [window, window], [shift, shift], heads)
 
 
 class _ParamHolder(nn.Module):
