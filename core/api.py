@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from typing import Any
 
@@ -11,6 +12,40 @@ from .errors import NetworkError
 from .graph import compile_network
 from .ir import Network
 from .report import Report, check_batch
+
+
+_PY_CLASS = re.compile(r"^(?P<path>.+\.py):(?P<cls>[A-Za-z_][A-Za-z0-9_]*)$")
+
+
+def _load_python_class(spec: str, input_shape: Any) -> Network:
+    """``path/to/model.py:ClassName``: runs that file (the user named it) and converts ``ClassName()``."""
+    m = _PY_CLASS.match(spec)
+    path, cls = m.group("path"), m.group("cls")
+    if input_shape is None:
+        raise NetworkError("a Python model needs --input (per-sample shape, e.g. 1x28x28)", field="input_shape",
+                           value=None)
+    if not os.path.isfile(path):
+        raise NetworkError("no such file", field="model", value=path)
+    import importlib.util
+
+    spec_ = importlib.util.spec_from_file_location(f"_cnn_calc_user_{abs(hash(path))}", path)
+    module = importlib.util.module_from_spec(spec_)
+    try:
+        spec_.loader.exec_module(module)
+    except Exception as e:  # noqa: BLE001 — user code: report it in one line
+        raise NetworkError(f"running {path} failed: {type(e).__name__}: {e}", field="model", value=spec) from None
+    factory = getattr(module, cls, None)
+    if factory is None:
+        raise NetworkError(f"{path} defines no '{cls}'", field="model", value=spec)
+    try:
+        instance = factory()
+    except Exception as e:  # noqa: BLE001
+        raise NetworkError(f"{cls}() failed: {type(e).__name__}: {e}", field="model", value=spec) from None
+    if not _is_torch_module(instance):
+        raise NetworkError(f"{cls}() is not a torch.nn.Module", field="model", value=spec)
+    from .bridge.fx_import import from_module
+
+    return from_module(instance, parse_shape(input_shape), name=cls).network
 
 
 def _is_torch_module(model: Any) -> bool:
@@ -30,6 +65,8 @@ def load_network(model: Any, input_shape: Any = None) -> Network:
         from .bridge.fx_import import from_module
 
         return from_module(model, parse_shape(input_shape), name=type(model).__name__).network
+    if isinstance(model, str) and _PY_CLASS.match(model):
+        return _load_python_class(model, input_shape)
     if isinstance(model, str):
         if model.endswith(".json") or os.path.sep in model:
             try:
@@ -74,6 +111,7 @@ def analyze(model: Any, input_shape: Any = None, batch_size: int = 1, dtype: str
     """
     check_batch(batch_size)
     network = load_network(model, input_shape)
-    if input_shape is not None and not _is_torch_module(model):
+    converted = _is_torch_module(model) or (isinstance(model, str) and _PY_CLASS.match(model))
+    if input_shape is not None and not converted:
         network = network.with_input_shape(parse_shape(input_shape))
     return Report(compile_network(network), batch_size, dtype, optimizer)
