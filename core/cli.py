@@ -95,6 +95,9 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--allreduce", default="ring", choices=("ring", "tree", "parameter_server"))
     e.add_argument("--file", help="a device JSON file instead of device_specs.json")
     e.add_argument("--json", action="store_true")
+
+    from .bridge import cli_ext      # time and calibrate: torch is imported only when they run
+    cli_ext.add_subcommands(sub)
     return p
 
 
@@ -154,6 +157,9 @@ def format_estimate(est) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.cmd in ("time", "calibrate"):
+        from .bridge import cli_ext
+        return cli_ext.dispatch(args)
     try:
         if args.cmd == "list":
             from .zoo import names

@@ -385,7 +385,9 @@ def _unary_factory(kind: str, fwd: int, bwd: int, saves: str, torch: str, how: s
             return Saves(extra_bytes=numel(ctx.out))
         return Saves()
 
-    attrs = (Attr("p", "prob", 0.5),) if kind == "dropout" else ()
+    attrs = {"dropout": (Attr("p", "prob", 0.5),),
+             "gelu": (Attr("approximate", "choice", "none", ("none", "tanh"),
+                           doc="counted alike: 8 FLOPs per element either way"),)}.get(kind, ())
     return OpRule(kind, "activation" if fwd or kind not in ("dropout", "identity") else "shape", attrs,
                   shape=lambda ctx: ctx.x, cost=cost, formula=formula, saves=save, channel="pass",
                   alias=kind in ("dropout", "identity"), copies_in_training=kind == "dropout", doc=how, torch=torch)
@@ -421,8 +423,9 @@ register(_softmax_factory("log_softmax", "nn.LogSoftmax", "max, subtract, exp, s
 # == normalisation ================================================================================================
 
 def _bn_shape(ctx: Ctx):
-    if len(ctx.x) < 1:
-        raise ctx.fail("expects [N, C, …]")
+    if not 1 <= len(ctx.x) <= 4:
+        raise ctx.fail(f"expects [N, C], [N, C, L], [N, C, H, W] or [N, C, D, H, W] (BatchNorm1d/2d/3d), got a "
+                       f"{len(ctx.x) + 1}-d input")
     return ctx.x
 
 
@@ -671,7 +674,7 @@ def _bin_factory(kind: str, torch: str) -> OpRule:
         ops = max(len(ctx.ins) - 1, 1)
         # gradient to a broadcast input is summed over the broadcast dims: out − in adds
         reduce = tuple(o - numel(s) for s in ctx.ins)
-        if kind == "add":
+        if kind in ("add", "sub"):
             return Cost(flops=ops * o, bwd_input=reduce)
         # mul: each input's gradient is g times the product of the others (k−1 multiplies per element)
         return Cost(flops=ops * o, bwd_input=tuple(ops * o + r for r in reduce))
@@ -680,13 +683,15 @@ def _bin_factory(kind: str, torch: str) -> OpRule:
         ops = max(len(ctx.ins) - 1, 1)
         return [_mul_formula("FLOPs", ["N", "elements"], [batch, numel(ctx.out)], ops, f"{ops} (inputs − 1)")]
 
-    saves = (lambda ctx: Saves(inputs=tuple(range(len(ctx.ins))))) if kind == "mul" else (lambda ctx: Saves())
+    saves = (lambda ctx: Saves(inputs=tuple(range(len(ctx.ins))))) if kind in ("mul", "div") else (lambda ctx: Saves())
     return OpRule(kind, "elementwise", (Attr("scalar", "opt_float", None),), _bin_shape, cost, formula, saves=saves,
                   arity=(1, None), channel="unify", doc=f"elementwise {kind} with broadcasting", torch=torch)
 
 
 register(_bin_factory("add", "torch.add"))
 register(_bin_factory("mul", "torch.mul"))
+register(_bin_factory("sub", "torch.sub"))      # costed as add
+register(_bin_factory("div", "torch.div"))      # costed as mul (one divide per element)
 
 
 def _concat_shape(ctx: Ctx):
@@ -782,7 +787,9 @@ register(OpRule("transpose", "shape", (Attr("dim0", "int"), Attr("dim1", "int"))
 
 
 def _shuffle_shape(ctx: Ctx):
-    if len(ctx.x) < 1 or ctx.x[0] % ctx["groups"]:
+    if len(ctx.x) < 2:
+        raise ctx.fail("expects [N, C, …] with at least one dim after the channels, as nn.ChannelShuffle does")
+    if ctx.x[0] % ctx["groups"]:
         raise ctx.fail(f"groups {ctx['groups']} does not divide the {ctx.x[0] if ctx.x else 0} channels", "groups", ctx["groups"])
     return ctx.x
 

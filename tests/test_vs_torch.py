@@ -200,6 +200,9 @@ CASES: list[Case] = [
     fn("concat_last", {"a": (2, 4, 3), "b": (2, 4, 5)}, [N("y", "concat", ("a", "b"), dim=-1)],
        lambda m, a, b: {"y": torch.cat([a, b], dim=-1)}),
     # -- elementwise with broadcasting -------------------------------------------------------------------------
+    fn("sub_tensors", {"a": (4, 5), "b": (4, 5)}, [N("y", "sub", ("a", "b"))], lambda m, a, b: {"y": a - b}),
+    fn("div_broadcast", {"a": (4, 5, 5), "b": (4, 1, 1)}, [N("y", "div", ("a", "b"))], lambda m, a, b: {"y": a / b}),
+    one("gelu_tanh", (3, 4), "gelu", lambda: (lambda: nn.GELU(approximate="tanh"))(), approximate="tanh"),
     fn("add_broadcast_c11", {"a": (4, 1, 1), "b": (4, 5, 5)}, [N("y", "add", ("a", "b"))],
        lambda m, a, b: {"y": a + b}),
     fn("add_three", {"a": (3, 4, 4), "b": (3, 4, 4), "c": (3, 1, 4)}, [N("y", "add", ("a", "b", "c"))],

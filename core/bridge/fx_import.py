@@ -12,7 +12,6 @@ its parameters are counted, its arithmetic is not modelled (a warning says so).
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -486,7 +485,8 @@ def _modules() -> dict:
     return {
         nn.Conv2d: _conv, nn.ConvTranspose2d: _convt, nn.Linear: _linear,
         nn.BatchNorm1d: _bn, nn.BatchNorm2d: _bn, nn.LayerNorm: _ln, nn.GroupNorm: _gn,
-        nn.ReLU: _simple("relu"), nn.ReLU6: _simple("relu6"), nn.GELU: _simple("gelu"), nn.SiLU: _simple("silu"),
+        nn.ReLU: _simple("relu"), nn.ReLU6: _simple("relu6"), nn.SiLU: _simple("silu"),
+        nn.GELU: lambda c, n, m: c.emit(n.target, "gelu", [c.ref(n.args[0])], approximate=m.approximate),
         nn.Hardswish: _simple("hardswish"), nn.Hardsigmoid: _simple("hardsigmoid"), nn.Sigmoid: _simple("sigmoid"),
         nn.Tanh: _simple("tanh"), nn.Softmax: _dim_module("softmax"), nn.LogSoftmax: _dim_module("log_softmax"),
         nn.Dropout: _dropout, nn.Dropout2d: _dropout, nn.AlphaDropout: _dropout, nn.Identity: _simple("identity"),
@@ -531,12 +531,8 @@ def _binary(op: str):
             rank = max(c.values[a].dim(), c.values[b].dim())
             return c.emit(c.scoped(n), op, [c.ref(a, rank), c.ref(b, rank)])
         value = float(_value(c, scalars[0]))
-        if n.target in (operator.sub, "sub") and scalars[0] is b:
-            value = -value
-        if n.target in (operator.truediv, "div", "truediv"):
-            if scalars[0] is a:
-                raise _Unsupported(n, "a scalar divided by a tensor")
-            value = 1.0 / value
+        if op in ("sub", "div") and scalars[0] is a:
+            raise _Unsupported(n, f"a scalar {'minus' if op == 'sub' else 'divided by'} a tensor")
         return c.emit(c.scoped(n), op, [c.ref(tensors[0])], scalar=value)
     return h
 
@@ -545,6 +541,10 @@ def _unary(op: str):
     def h(c, n):
         return c.emit(c.scoped(n), op, [c.ref(n.args[0])])
     return h
+
+
+def _gelu_fn(c, n):
+    return c.emit(c.scoped(n), "gelu", [c.ref(n.args[0])], approximate=_value(c, n.kwargs.get("approximate", "none")))
 
 
 def _softmax_fn(op: str):
@@ -753,7 +753,9 @@ def _patch_merging_pad(c, n):
     base = c.scoped(n)
     x = c.emit(f"{base}.pad", "pad", [c.ref(n.args[0])], pad=(0, 0, 0, pw - w, 0, ph - h))
     x = c.emit(f"{base}.split", "reshape", [x], shape=(ph // 2, 2, pw // 2, 2, ch))
-    x = c.emit(f"{base}.gather", "permute", [x], dims=(0, 1, 3, 2, 4, 5))
+    # torchvision concatenates x[0::2, 0::2], x[1::2, 0::2], x[0::2, 1::2], x[1::2, 1::2]: the channel block is
+    # (w offset, h offset), so [N, h, 2 (h off), w, 2 (w off), C] → [N, h, w, w off, h off, C]
+    x = c.emit(f"{base}.gather", "permute", [x], dims=(0, 1, 3, 4, 2, 5))
     return c.emit(c.scoped(n), "reshape", [x], shape=(ph // 2, pw // 2, 4 * ch))
 
 
@@ -784,9 +786,9 @@ def _window_attention(c, n):
 
 def _functions() -> dict:
     return {
-        "add": _binary("add"), "iadd": _binary("add"), "sub": _binary("add"), "mul": _binary("mul"),
-        "imul": _binary("mul"), "truediv": _binary("mul"), "div": _binary("mul"),
-        "relu": _unary("relu"), "relu_": _unary("relu"), "relu6": _unary("relu6"), "gelu": _unary("gelu"),
+        "add": _binary("add"), "iadd": _binary("add"), "sub": _binary("sub"), "mul": _binary("mul"),
+        "imul": _binary("mul"), "truediv": _binary("div"), "div": _binary("div"),
+        "relu": _unary("relu"), "relu_": _unary("relu"), "relu6": _unary("relu6"), "gelu": _gelu_fn,
         "silu": _unary("silu"), "hardswish": _unary("hardswish"), "hardsigmoid": _unary("hardsigmoid"),
         "sigmoid": _unary("sigmoid"), "tanh": _unary("tanh"),
         "softmax": _softmax_fn("softmax"), "log_softmax": _softmax_fn("log_softmax"),
