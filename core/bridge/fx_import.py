@@ -650,6 +650,25 @@ def _getitem(c, n):
     return name
 
 
+def _select(c, n):
+    """x.select(dim, index) / torch.select: one position along a dim, which is dropped."""
+    dim, index = _value(c, _arg(n, 1, "dim")), _value(c, _arg(n, 2, "index"))
+    rank = c.values[n.args[0]].dim()
+    d = dim + rank if dim < 0 else dim
+    if d == 0:
+        raise _Unbatched(n)
+    return c.emit(c.scoped(n), "slice", [c.ref(n.args[0])], dim=d, start=index, select=True)
+
+
+def _narrow(c, n):
+    dim, start, length = (_value(c, _arg(n, i, k)) for i, k in ((1, "dim"), (2, "start"), (3, "length")))
+    rank = c.values[n.args[0]].dim()
+    d = dim + rank if dim < 0 else dim
+    if d == 0:
+        raise _Unbatched(n)
+    return c.emit(c.scoped(n), "slice", [c.ref(n.args[0])], dim=d, start=start, end=start + length)
+
+
 def _matmul(c, n):
     return c.emit(c.scoped(n), "matmul", [c.ref(n.args[0]), c.ref(n.args[1])])
 
@@ -801,7 +820,7 @@ def _functions() -> dict:
         "dropout": _dropout_fn, "pad": _pad, "roll": _roll, "einsum": _einsum, "mean": _mean, "chunk": _split,
         "split": _split, "getitem": _getitem, "stochastic_depth": _stochastic_depth,
         "_patch_merging_pad": _patch_merging_pad, "shifted_window_attention": _window_attention,
-        "contiguous": _identity,
+        "contiguous": _identity, "select": _select, "narrow": _narrow,
     }
 
 
@@ -811,7 +830,8 @@ def _methods() -> dict:
         "view": _reshape, "reshape": _reshape, "flatten": _flatten_fn, "permute": _permute, "transpose": _transpose,
         "contiguous": _identity, "unsqueeze": _reshape, "squeeze": _reshape, "expand": _expand, "mean": _mean,
         "chunk": _split, "split": _split, "softmax": f["softmax"], "sigmoid": f["sigmoid"], "relu": f["relu"],
-        "add": f["add"], "mul": f["mul"], "matmul": _matmul, "swapaxes": _transpose, "flatten_": _flatten_fn,
+        "add": f["add"], "mul": f["mul"], "sub": f["sub"], "div": f["div"], "matmul": _matmul,
+        "swapaxes": _transpose, "select": _select, "narrow": _narrow, "gelu": f["gelu"],
     }
 
 
