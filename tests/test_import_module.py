@@ -86,6 +86,7 @@ def test_modules_without_input_shape_or_untraceable_forward_say_why():
     with pytest.raises(core.NetworkError) as err:
         core.analyze(DataDependent(), input_shape=(3, 4, 4))
     assert "DataDependent" in str(err.value) and "trace" in str(err.value)
+    assert "if x.sum() > 0:" in str(err.value)        # the failing line of the user's forward is named
 
 
 def test_unknown_ops_become_visible_opaque_nodes():

@@ -62,8 +62,8 @@ def _trace(module):
         tracer = fx.Tracer()
         graph = tracer.trace(module)
     except Exception as e:  # noqa: BLE001 — tracing runs user code; report what failed, where
-        raise NetworkError(f"torch.fx could not trace the module: {_short(e)}", node=type(module).__name__,
-                           field="forward") from None
+        raise NetworkError(f"torch.fx could not trace the module{_user_frame(e)}: {_short(e)}",
+                           node=type(module).__name__, field="forward") from None
     return fx.GraphModule(tracer.root, graph)
 
 
@@ -93,6 +93,20 @@ def _run(gm, module, shape) -> dict:
         with FakeTensorMode(allow_non_fake_inputs=True):
             Recorder(gm).run(torch.empty((TRACE_BATCH,) + shape))
     return values
+
+
+def _user_frame(e: Exception) -> str:
+    """' at file.py:12 (`if x.sum() > 0:`)' for the innermost frame outside torch: the call that failed."""
+    import os
+    import traceback
+
+    frames = [f for f in traceback.extract_tb(e.__traceback__)
+              if f"{os.sep}torch{os.sep}" not in f.filename and f"{os.sep}core{os.sep}bridge{os.sep}" not in f.filename]
+    if not frames:
+        return ""
+    f = frames[-1]
+    code = f" (`{f.line.strip()}`)" if f.line else ""
+    return f" at {os.path.basename(f.filename)}:{f.lineno}{code}"
 
 
 def _short(e: Exception) -> str:
