@@ -10,6 +10,7 @@ import streamlit as st
 
 import core
 from core.precision import OPTIMIZERS, PRECISIONS
+from core.units import format_bytes
 
 st.set_page_config(page_title="CNN performance calculator", layout="wide")
 
@@ -24,11 +25,7 @@ def init_state() -> None:
 
 
 def fmt_bytes(b: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if b < 1024 or unit == "TiB":
-            return f"{b:,.0f} {unit}" if unit == "B" else f"{b:,.1f} {unit}"
-        b /= 1024
-    return f"{b} B"
+    return format_bytes(b, 1)
 
 
 init_state()

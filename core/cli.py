@@ -12,18 +12,14 @@ import sys
 from .errors import CalcError
 from .precision import OPTIMIZERS, PRECISIONS
 from .report import CONVENTION, Report
+from .units import format_bytes
 
 
 def _fmt_int(v: int) -> str:
     return f"{v:,}"
 
 
-def _fmt_bytes(b: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(b) < 1024 or unit == "TiB":
-            return f"{b:,.0f} {unit}" if unit == "B" else f"{b:,.2f} {unit}"
-        b /= 1024
-    return f"{b} B"
+_fmt_bytes = format_bytes
 
 
 def format_table(report: Report) -> str:

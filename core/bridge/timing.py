@@ -51,6 +51,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from ..units import format_bytes
 from ..errors import CalcError
 
 PASSES = ("forward", "backward", "train_step")
@@ -105,11 +106,7 @@ def _cancelled(cancel: Any) -> bool:
 # == memory guard =================================================================================================
 
 def fmt_bytes(b: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(b) < 1024 or unit == "TiB":
-            return f"{b:,.0f} {unit}" if unit == "B" else f"{b:,.1f} {unit}"
-        b /= 1024
-    return f"{b} B"
+    return format_bytes(b, 1)
 
 
 def available_memory(device: str = "cpu") -> int | None:
