@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-torch = pytest.importorskip("torch")
+import torch  # noqa: E402  (torch is a test requirement: a missing install must fail, not skip)
 from torch import nn  # noqa: E402
 
 import core  # noqa: E402

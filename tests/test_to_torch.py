@@ -339,10 +339,8 @@ def test_parameter_is_stored_with_a_leading_one():
     assert not frozen.w.requires_grad
 
 
-_HAS_NUMEL = "numel" in {a.name for a in core.REGISTRY["parameter"].attrs}
 
 
-@pytest.mark.skipif(not _HAS_NUMEL, reason="the engine's parameter op has no 'numel' yet")
 def test_tensor_derived_from_a_table():
     # unread (parameters an eval forward does not use, e.g. Inception's aux head): built as the 100 stored elements
     aux = N("aux", "parameter", shape=(1,), numel=100)
