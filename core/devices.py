@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from .errors import DeviceError
 
@@ -287,7 +287,3 @@ def load_devices(path: str | Path | None = None, user_path: str | Path | None = 
 
 def save_user_devices(db: DeviceDB, path: str | Path) -> None:
     Path(path).write_text(json.dumps(db.user_entries(), indent=1), encoding="utf-8")
-
-
-def iter_devices(db: DeviceDB, kinds: Iterable[str] | None = None) -> list[Device]:
-    return [d for d in db.devices.values() if kinds is None or d.kind in kinds]
