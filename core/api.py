@@ -58,6 +58,8 @@ def load_network(model: Any, input_shape: Any = None) -> Network:
     ``input_shape`` is required; see ``core.bridge.fx_import``)."""
     if isinstance(model, Network):
         return model
+    if isinstance(model, Report):            # re-analyse the same network at another batch size or precision
+        return model.compiled.network
     if _is_torch_module(model):
         if input_shape is None:
             raise NetworkError("analysing an nn.Module needs input_shape, e.g. (3, 224, 224)", field="input_shape",

@@ -46,3 +46,40 @@ def test_bad_input_shape_is_a_message_not_a_traceback(app):
 def test_explain_shows_substituted_arithmetic(app):
     text = " ".join(m.value for m in app.markdown)
     assert "10,616,832" in text and "21,233,664" in text        # conv2: 64·24·24 × 32·3·3 MACs, ×2 FLOPs
+
+
+PAGES = [str(Path(APP).parent / "pages" / p) for p in ("1_Roofline.py", "2_Estimates.py", "3_Devices.py")]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: Path(p).stem)
+def test_every_page_renders_and_follows_the_sidebar(page):
+    at = AppTest.from_file(page, default_timeout=60).run()
+    assert not at.exception
+    at.selectbox(key="model").set_value("resnet18").run()
+    before = [m.value for m in at.metric]
+    at.number_input(key="batch_size").set_value(32).run()
+    assert not at.exception
+    if before:                                          # pages with numbers show new ones
+        assert [m.value for m in at.metric] != before
+
+
+def test_roofline_page_shows_the_v100_ridge():
+    at = AppTest.from_file(PAGES[0], default_timeout=60).run()
+    assert _metric(at, "Ridge point") == "17.44 FLOP/byte"      # 15.7e12 / 900e9
+
+
+def test_a_device_without_the_precision_says_so_instead_of_failing():
+    at = AppTest.from_file(PAGES[1], default_timeout=60).run()
+    at.selectbox(key="dtype").set_value("tf32").run()           # the default V100 has no tf32
+    assert not at.exception
+    assert any("tf32" in w.value and "fp32" in w.value for w in at.warning)
+
+
+def test_the_first_page_does_not_import_torch():
+    import subprocess
+    import sys
+    code = ("import sys; from streamlit.testing.v1 import AppTest; "
+            f"at = AppTest.from_file({APP!r}, default_timeout=60).run(); assert not at.exception; "
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip().splitlines()[-1] == "False", out.stderr[-500:]

@@ -1,0 +1,36 @@
+"""Roofline: the chosen device (and others to compare), the network and each layer, forward or backward."""
+
+import streamlit as st
+
+from core.roofline import ridge
+from ui.charts import layer_points, roofline_chart, roofline_frame
+from ui.state import devices, sidebar
+
+st.set_page_config(page_title="Roofline · CNN calculator", layout="wide")
+sel = sidebar()
+st.title("Roofline")
+if sel.estimate is None:
+    st.warning(sel.estimate_error)
+    st.stop()
+est, dev, compute = sel.estimate, sel.device, sel.report.precision.compute
+db = devices()
+others = st.multiselect("Compare with", [i for i in db.devices if i != dev.id], key="roofline_compare",
+                        format_func=lambda i: db.devices[i].name)
+which = st.radio("Pass", ["forward", "backward"], horizontal=True, key="roofline_pass")
+roofs = roofline_frame([dev, *(db.devices[i] for i in others)], compute)
+points = layer_points(est, which)
+r = est.roofline
+t = est.totals
+net_ai = r["arithmetic_intensity"] if which == "forward" else r["backward_arithmetic_intensity"]
+secs = t["forward_s"] if which == "forward" else t["backward_s"]
+flops = t["forward_flops"] if which == "forward" else t["backward_flops"]
+network = {"intensity": net_ai, "flops": flops / secs, "label": f"{sel.report.name} (whole {which} pass)"} \
+    if net_ai and secs else None
+st.altair_chart(roofline_chart(roofs, points, network), width="stretch", key="roofline_chart")
+c1, c2, c3 = st.columns(3)
+c1.metric("Ridge point", f"{ridge(est.peak, est.bandwidth):,.2f} FLOP/byte",
+          help=f"{dev.name}: {est.peak / 1e12:,.2f} TFLOP/s ({compute}) ÷ {est.bandwidth / 1e9:,.0f} GB/s")
+c2.metric("Network intensity", f"{net_ai:,.2f} FLOP/byte" if net_ai else "—")
+c3.metric("Bound", (r["bound"] if which == "forward" else r["backward_bound"]))
+st.caption("Points sit at each layer's FLOPs per byte moved (weights + inputs + outputs) and its PALEO-estimated "
+           "FLOP/s at the chosen PPP; left of the ridge a layer is memory-bound.")
