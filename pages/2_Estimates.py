@@ -19,7 +19,7 @@ c1, c2, c3, c4 = st.columns(4)
 c1.metric("Forward", f"{t['forward_s'] * 1e3:,.3f} ms")
 c2.metric("Backward", f"{t['backward_s'] * 1e3:,.3f} ms")
 c3.metric("Training step", f"{t['training_step_s'] * 1e3:,.3f} ms")
-c4.metric("Training throughput", f"{t['samples_per_s']:,.1f} samples/s")
+c4.metric("Training throughput", f"{t['samples_per_s']:,.0f}/s", help="samples per second")
 st.dataframe(pd.DataFrame([
     {"part": "forward compute", "ms": t["forward_compute_s"] * 1e3},
     {"part": "forward memory", "ms": t["forward_memory_s"] * 1e3},
