@@ -48,7 +48,7 @@ def test_explain_shows_substituted_arithmetic(app):
     assert "10,616,832" in text and "21,233,664" in text        # conv2: 64·24·24 × 32·3·3 MACs, ×2 FLOPs
 
 
-PAGES = [str(Path(APP).parent / "pages" / p) for p in ("1_Roofline.py", "2_Estimates.py", "3_Devices.py")]
+PAGES = [str(Path(APP).parent / "pages" / p) for p in ("1_Roofline.py", "2_Estimates.py", "3_Devices.py", "4_Network.py")]
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: Path(p).stem)
@@ -83,3 +83,34 @@ def test_the_first_page_does_not_import_torch():
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip().splitlines()[-1] == "False", out.stderr[-500:]
+
+
+NETWORK_PAGE = str(Path(APP).parent / "pages" / "4_Network.py")
+
+
+def _edit(at, layer, field, value):
+    at.selectbox(key="edit_layer").set_value(layer).run()
+    at.selectbox(key="edit_field").set_value(field).run()
+    at.number_input(key="edit_value").set_value(value).run()
+    return at.button(key="edit_apply").click().run()
+
+
+def test_widening_conv2_follows_into_fc1_and_every_page():
+    at = AppTest.from_file(NETWORK_PAGE, default_timeout=60).run()
+    _edit(at, "conv2", "out_channels", 128)
+    assert not at.exception
+    assert at.selectbox(key="model").value == "custom"
+    # conv2 32→128: 128·32·9 + 128 = 36,992; fc1 18,432·128 + 128 = 2,359,424 → total 2,398,026 (the variant's)
+    assert "2,398,026 parameters" in at.caption[0].value
+    assert "changed conv2" in at.success[0].value
+
+
+def test_an_invalid_edit_is_refused_at_its_layer_and_the_network_kept():
+    at = AppTest.from_file(NETWORK_PAGE, default_timeout=60).run()
+    _edit(at, "conv2", "out_channels", 128)
+    _edit(at, "conv2", "kernel_size", 50)
+    assert not at.exception
+    assert "conv2" in at.error[0].value and "50×50" in at.error[0].value and "unchanged" in at.error[0].value
+    assert "2,398,026 parameters" in at.caption[0].value          # the last valid network is still there
+    at.button(key="edit_undo").click().run()
+    assert "1,199,882 parameters" in at.caption[0].value          # undo returns to the built-in network

@@ -19,17 +19,43 @@ from core.zoo import family
 
 MODEL, INPUT, BATCH, DTYPE, OPTIMIZER, DEVICE, PPP = (
     "model", "input_shape", "batch_size", "dtype", "optimizer", "device", "ppp")
+CUSTOM = "custom"                    # the MODEL value for the network built or edited on the Network page
+CUSTOM_NET, HISTORY = "custom_network", "custom_history"   # the current custom Network; earlier versions (undo)
 DEFAULTS = {MODEL: "mnist_cnn", INPUT: "", BATCH: 1, DTYPE: "fp32", OPTIMIZER: "sgd_momentum",
             DEVICE: "v100-sxm2", PPP: 1.0}
+
+
+PENDING_MODEL = "pending_model"      # a network choice made after the sidebar was drawn, applied on the next run
 
 
 def init_state() -> None:
     """Defaults on first run; re-assigning keeps widget values when the user switches pages."""
     for k, v in DEFAULTS.items():
         st.session_state[k] = st.session_state.get(k, v)
+    pending = st.session_state.pop(PENDING_MODEL, None)
+    if pending is not None:
+        st.session_state[MODEL] = pending
 
 
-def analysis(model: str, input_shape: str, batch: int, dtype: str, optimizer: str) -> core.Report:
+def choose_model(name: str) -> None:
+    """Select a network from a page (the sidebar's widget is already drawn): takes effect on the rerun."""
+    st.session_state[PENDING_MODEL] = name
+
+
+def current_network() -> core.Network:
+    if st.session_state[MODEL] == CUSTOM and st.session_state.get(CUSTOM_NET) is not None:
+        return st.session_state[CUSTOM_NET]
+    return core.load_network(st.session_state[MODEL])
+
+
+def set_custom(network: core.Network) -> None:
+    """Make ``network`` the current one; the one it replaces (built-in or custom) goes on the undo history."""
+    st.session_state.setdefault(HISTORY, []).append(current_network())
+    st.session_state[CUSTOM_NET] = network
+    choose_model(CUSTOM)
+
+
+def analysis(model, input_shape: str, batch: int, dtype: str, optimizer: str) -> core.Report:
     """core caches the compiled network: a new batch size or dtype is arithmetic, no cache needed here."""
     return core.analyze(model, input_shape=input_shape or None, batch_size=batch, dtype=dtype, optimizer=optimizer)
 
@@ -48,6 +74,8 @@ class Selection:
 
 
 def _label(name: str) -> str:
+    if name == CUSTOM:
+        return "custom · your edited network"
     return f"{family(name)} · {name}"
 
 
@@ -55,9 +83,13 @@ def sidebar() -> Selection:
     init_state()
     db = devices()
     with st.sidebar:
-        st.selectbox("Network", core.builtin_names(), key=MODEL, format_func=_label,
-                     help="The MNIST pair, then torchvision's classifiers (VGG and ResNet first). Type to search.")
-        net = core.load_network(st.session_state[MODEL])
+        options = core.builtin_names() + ([CUSTOM] if st.session_state.get(CUSTOM_NET) is not None else [])
+        if st.session_state[MODEL] not in options:
+            st.session_state[MODEL] = DEFAULTS[MODEL]
+        st.selectbox("Network", options, key=MODEL, format_func=_label,
+                     help="The MNIST pair, then torchvision's classifiers (VGG and ResNet first), and your edited "
+                          "network. Type to search.")
+        net = current_network()
         st.text_input("Input shape per sample", key=INPUT, placeholder="×".join(map(str, net.inputs[0][1])),
                       help="C×H×W without the batch; empty = the network's own.")
         st.number_input("Batch size", min_value=1, max_value=4096, step=1, key=BATCH)
@@ -72,7 +104,7 @@ def sidebar() -> Selection:
                        "cuDNN-class libraries come close to 1, frameworks with overhead 0.5 or less.")
         st.caption(core.CONVENTION)
     try:
-        report = analysis(st.session_state[MODEL], st.session_state[INPUT].strip(), int(st.session_state[BATCH]),
+        report = analysis(current_network(), st.session_state[INPUT].strip(), int(st.session_state[BATCH]),
                           st.session_state[DTYPE], st.session_state[OPTIMIZER])
     except core.CalcError as e:
         st.error(f"Cannot analyse this network: {e}")
