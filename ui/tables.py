@@ -32,6 +32,8 @@ def editable_layers(report: core.Report) -> list[dict]:
 
 
 def _show(v) -> str:
+    if v is None:
+        return "kernel"            # a pool's stride defaults to its kernel size
     if isinstance(v, tuple) and len(v) == 2 and v[0] == v[1]:
         return str(v[0])
     return str(v)
