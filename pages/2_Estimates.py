@@ -3,7 +3,9 @@
 import pandas as pd
 import streamlit as st
 
-from core.paleo import sweep
+from core import CalcError
+from core.paleo import estimate, scaling, sweep
+from ui.charts import memory_chart
 from ui.state import devices, sidebar
 
 st.set_page_config(page_title="Estimates · CNN calculator", layout="wide")
@@ -51,3 +53,35 @@ st.dataframe(pd.DataFrame([{"device": e.device.name, "precision": e.report.dtype
                             "forward ms": e.totals["forward_s"] * 1e3, "bound": e.roofline["bound"],
                             "training step ms": e.totals["training_step_s"] * 1e3} for e in cmp]),
              hide_index=True, key="device_compare")
+
+st.subheader("Memory vs batch size")
+mem = by_batch[["batch", "training memory GiB"]].copy()
+mem["inference memory GiB"] = [e.report.totals["inference_bytes"] / 2 ** 30
+                               for e in sweep(sel.report, [sel.device], batches, dtype=sel.report.dtype)]
+st.altair_chart(memory_chart(mem, cap / 2 ** 30 if cap else None), width="stretch", key="memory_chart")
+
+st.subheader("Convolution algorithm")
+st.caption("Winograd F(2×2, 3×3) and FFT change the arithmetic of 3×3 / stride-1 convolutions (and so the time) — "
+           "one reason a profiler's FLOP count differs from the model's 2 × MACs.")
+algos = [estimate(sel.report, sel.device, batch_size=sel.report.batch_size, dtype=sel.report.dtype,
+                  optimizer=sel.report.optimizer, ppp=sel.estimate.ppp, conv_algorithm=a)
+         for a in ("direct", "winograd", "fft", "auto")]
+st.dataframe(pd.DataFrame([{"algorithm": e.conv_algorithm, "forward GFLOPs": e.totals["forward_flops"] / 1e9,
+                            "forward ms": e.totals["forward_s"] * 1e3} for e in algos]),
+             hide_index=True, key="conv_algorithms")
+
+st.subheader("Data-parallel training")
+db = devices()
+s1, s2, s3 = st.columns(3)
+link = s1.selectbox("Interconnect", list(db.interconnects), key="scaling_link",
+                    format_func=lambda i: db.interconnects[i].name)
+mode = s2.radio("Scaling", ["strong", "weak"], horizontal=True, key="scaling_mode",
+                help="strong: the batch in the sidebar is split over the workers; weak: each worker keeps it")
+algo = s3.selectbox("All-reduce", ["ring", "tree", "parameter_server"], key="scaling_allreduce")
+try:
+    scale = scaling(sel.report, sel.device, db.interconnects[link], workers=(1, 2, 4, 8),
+                    batch_size=sel.report.batch_size, mode=mode, dtype=sel.report.dtype,
+                    optimizer=sel.report.optimizer, ppp=sel.estimate.ppp, allreduce=algo)
+    st.dataframe(pd.DataFrame(scale), hide_index=True, key="scaling_table")
+except CalcError as e:
+    st.error(str(e))

@@ -114,3 +114,28 @@ def test_an_invalid_edit_is_refused_at_its_layer_and_the_network_kept():
     assert "2,398,026 parameters" in at.caption[0].value          # the last valid network is still there
     at.button(key="edit_undo").click().run()
     assert "1,199,882 parameters" in at.caption[0].value          # undo returns to the built-in network
+
+
+COMPARE_PAGE = str(Path(APP).parent / "pages" / "6_Compare.py")
+ESTIMATES_PAGE = str(Path(APP).parent / "pages" / "2_Estimates.py")
+
+
+def test_compare_presets_show_the_variants_side_by_side():
+    at = AppTest.from_file(COMPARE_PAGE, default_timeout=60).run()
+    assert not at.exception
+    table = at.dataframe[0].value.set_index("network")
+    assert list(table.index) == ["vgg11", "vgg13", "vgg19"]
+    assert table.loc["vgg19", "params"] == 143_667_240               # torchvision's published count
+    at.button(key="preset_MNIST conv2 64 vs 128").click().run()
+    table = at.dataframe[0].value.set_index("network")
+    # conv2 64→128 doubles conv2 (10,616,832 → 21,233,664 MACs) and fc1 (1,179,648 → 2,359,296)
+    assert table.loc["mnist_cnn_conv2_128", "GMACs"] * 1e9 == pytest.approx(11_992_448 + 10_616_832 + 1_179_648)
+
+
+def test_estimates_page_shows_algorithms_memory_and_scaling():
+    at = AppTest.from_file(ESTIMATES_PAGE, default_timeout=60).run()
+    assert not at.exception
+    algos = next(d.value for d in at.dataframe if "algorithm" in d.value.columns).set_index("algorithm")
+    assert algos.loc["winograd", "forward GFLOPs"] < algos.loc["direct", "forward GFLOPs"]
+    scaling = next(d.value for d in at.dataframe if "workers" in d.value.columns)
+    assert list(scaling["workers"]) == [1, 2, 4, 8] and scaling["speedup"].iloc[0] == 1.0

@@ -46,3 +46,15 @@ def roofline_chart(roofs: pd.DataFrame, points: pd.DataFrame, network: dict | No
         chart += alt.Chart(pd.DataFrame([network])).mark_point(size=250, shape="diamond", filled=True,
                                                                color="black").encode(x=x, y=y, tooltip=["label"])
     return chart.properties(height=460)
+
+
+def memory_chart(frame: pd.DataFrame, capacity_gib: float | None) -> alt.Chart:
+    """Training and inference memory vs batch size (log-log), with the device's capacity as a rule."""
+    long = frame.melt("batch", var_name="memory", value_name="GiB")
+    chart = alt.Chart(long).mark_line(point=True).encode(
+        x=alt.X("batch:Q", scale=alt.Scale(type="log", base=2)), y=alt.Y("GiB:Q", scale=alt.Scale(type="log")),
+        color="memory:N", tooltip=["batch", "memory", alt.Tooltip("GiB:Q", format=".3f")])
+    if capacity_gib:
+        chart += alt.Chart(pd.DataFrame([{"GiB": capacity_gib, "label": "device memory"}])).mark_rule(
+            color="red", strokeDash=[6, 3]).encode(y="GiB:Q", tooltip=["label", "GiB"])
+    return chart.properties(height=300)
