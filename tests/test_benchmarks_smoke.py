@@ -20,3 +20,10 @@ def test_bench_estimate_quick():
     out = bench_estimate.main(["--quick"])
     assert out["estimates"] == 11 * len(bench_estimate.load_devices().devices)   # every device × 11 batch sizes
     assert out["median_ms"] > 0
+
+
+def test_bench_app_quick():
+    import bench_app
+    out = bench_app.main(["--quick"])
+    assert "app.py" in out["pages"] and all(ms > 0 for ms in out["pages"].values())
+    assert out["cold_s"] > 0

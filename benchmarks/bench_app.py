@@ -1,0 +1,60 @@
+"""App responsiveness: script time of every page for ResNet-152 after a widget change (batch size), measured with
+streamlit.testing.v1.AppTest, and the cold start of the first page in a fresh process (imports included).
+
+Target (issue: the calculator app): the heaviest page re-renders in ≤ 150 ms. Run: python benchmarks/bench_app.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = ["app.py", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "pages").glob("*.py"))]
+SKIP = {"pages/5_Benchmark.py"}      # live timing is not a page to re-render on every change
+
+
+def page_times(page: str, model: str, repeats: int) -> float:
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / page), default_timeout=120).run()
+    at.selectbox(key="model").set_value(model).run()
+    times = []
+    for i in range(repeats):
+        at.number_input(key="batch_size").set_value(2 + i % 2).run()
+        t = time.perf_counter()
+        at.number_input(key="batch_size").set_value(8 + i % 2).run()
+        times.append((time.perf_counter() - t) * 1e3)
+        assert not at.exception, at.exception
+    return statistics.median(times)
+
+
+def cold_start() -> float:
+    code = ("import time; t = time.perf_counter(); from streamlit.testing.v1 import AppTest; "
+            f"AppTest.from_file({str(ROOT / 'app.py')!r}, default_timeout=120).run(); "
+            "print(time.perf_counter() - t)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="mnist_cnn, 2 repeats (smoke test)")
+    args = ap.parse_args(argv)
+    sys.path.insert(0, str(ROOT))
+    model, repeats = ("mnist_cnn", 2) if args.quick else ("resnet152", 7)
+    results = {p: page_times(p, model, repeats) for p in PAGES if p not in SKIP}
+    print(f"| page ({model}, batch change) | median script time (ms) |\n|---|---:|")
+    for p, ms in results.items():
+        print(f"| {p} | {ms:.0f} |")
+    cold = cold_start()
+    print(f"\ncold start of the first page in a fresh process (imports + first run): {cold:.2f} s")
+    return {"pages": results, "cold_s": cold}
+
+
+if __name__ == "__main__":
+    main()
