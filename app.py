@@ -12,6 +12,7 @@ import streamlit as st
 import core
 from core.units import format_bytes
 from ui.state import sidebar
+from ui.text import formula_latex, markdown_report
 
 st.set_page_config(page_title="CNN performance calculator", layout="wide")
 sel = sidebar()
@@ -56,8 +57,11 @@ st.dataframe(
         "bound": "Bound", "time_ms": st.column_config.NumberColumn("PALEO ms", format="%.4f"),
         "share": st.column_config.NumberColumn("% of time", format="%.1f"),
     })
-st.download_button("Download CSV", df.to_csv(index=False), f"{report.name}_b{report.batch_size}.csv", "text/csv",
+d1, d2, _ = st.columns([1, 1, 4])
+d1.download_button("Download CSV", df.to_csv(index=False), f"{report.name}_b{report.batch_size}.csv", "text/csv",
                    key="download_csv")
+d2.download_button("Markdown report", markdown_report(report, sel.estimate), f"{report.name}_b{report.batch_size}.md",
+                   "text/markdown", key="download_md")
 
 left, right = st.columns(2)
 with left:
@@ -65,7 +69,7 @@ with left:
     names = [layer.name for layer in report.layers]
     st.selectbox("Layer", names, key="explain_layer", index=names.index("conv2") if "conv2" in names else 0)
     for line in report.explain(st.session_state["explain_layer"]):
-        st.markdown(f"**{line.label}** = {line.symbolic} = {line.substituted} = **{line.value:,}**")
+        st.latex(formula_latex(line))
 with right:
     st.subheader("FLOPs by layer type")
     by_op = pd.DataFrame([{"op": k, "FLOPs": v} for k, v in report.flops_by_op().items() if v])

@@ -44,8 +44,10 @@ def test_bad_input_shape_is_a_message_not_a_traceback(app):
 
 
 def test_explain_shows_substituted_arithmetic(app):
-    text = " ".join(m.value for m in app.markdown)
-    assert "10,616,832" in text and "21,233,664" in text        # conv2: 64·24·24 × 32·3·3 MACs, ×2 FLOPs
+    text = " ".join(m.value for m in app.latex)
+    # conv2: 64·24·24 × 32·3·3 = 10,616,832 MACs, × 2 = 21,233,664 FLOPs (LaTeX writes 10{,}616{,}832)
+    assert r"1\cdot 64\cdot 24\cdot 24\cdot 32\cdot 3\cdot 3" in text
+    assert "10{,}616{,}832" in text and "21{,}233{,}664" in text
 
 
 PAGES = [str(Path(APP).parent / "pages" / p) for p in ("1_Roofline.py", "2_Estimates.py", "3_Devices.py", "4_Network.py")]
@@ -139,3 +141,18 @@ def test_estimates_page_shows_algorithms_memory_and_scaling():
     assert algos.loc["winograd", "forward GFLOPs"] < algos.loc["direct", "forward GFLOPs"]
     scaling = next(d.value for d in at.dataframe if "workers" in d.value.columns)
     assert list(scaling["workers"]) == [1, 2, 4, 8] and scaling["speedup"].iloc[0] == 1.0
+
+
+def test_markdown_report_holds_totals_and_rows():
+    from ui.text import markdown_report
+    md = markdown_report(core.analyze("mnist_cnn"))
+    assert "| parameters | 1,199,882 |" in md and core.CONVENTION in md
+    # conv2: 64·32·9 + 64 = 18,496 params; 64·24·24·32·9 = 10,616,832 MACs
+    assert "| conv2 | conv2d | 1×64×24×24 | 18,496 | 10,616,832 | 21,233,664 |" in md
+
+
+def test_batch_slider_and_box_stay_in_step(app):
+    app.select_slider(key="batch_log").set_value(64).run()
+    assert app.number_input(key="batch_size").value == 64
+    app.number_input(key="batch_size").set_value(100).run()
+    assert app.select_slider(key="batch_log").value == 128        # log2(100) = 6.64 → 2^7

@@ -7,6 +7,7 @@ message naming what is wrong. Widget keys are constants so tests find widgets by
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import streamlit as st
@@ -28,10 +29,28 @@ DEFAULTS = {MODEL: "mnist_cnn", INPUT: "", BATCH: 1, DTYPE: "fp32", OPTIMIZER: "
 PENDING_MODEL = "pending_model"      # a network choice made after the sidebar was drawn, applied on the next run
 
 
+BATCH_LOG = "batch_log"
+BATCH_STEPS = [2 ** i for i in range(13)]            # 1 … 4096 on the log-scale slider
+
+
+def _nearest_step(batch: int) -> int:
+    """The slider position nearest to ``batch`` on the log scale (100 → 128)."""
+    return min(BATCH_STEPS, key=lambda b: abs(math.log2(b) - math.log2(max(int(batch), 1))))
+
+
+def _batch_from_slider() -> None:
+    st.session_state[BATCH] = st.session_state[BATCH_LOG]
+
+
+def _slider_from_batch() -> None:
+    st.session_state[BATCH_LOG] = _nearest_step(st.session_state[BATCH])
+
+
 def init_state() -> None:
     """Defaults on first run; re-assigning keeps widget values when the user switches pages."""
     for k, v in DEFAULTS.items():
         st.session_state[k] = st.session_state.get(k, v)
+    st.session_state[BATCH_LOG] = st.session_state.get(BATCH_LOG, _nearest_step(st.session_state[BATCH]))
     pending = st.session_state.pop(PENDING_MODEL, None)
     if pending is not None:
         st.session_state[MODEL] = pending
@@ -92,7 +111,9 @@ def sidebar() -> Selection:
         net = current_network()
         st.text_input("Input shape per sample", key=INPUT, placeholder="×".join(map(str, net.inputs[0][1])),
                       help="C×H×W without the batch; empty = the network's own.")
-        st.number_input("Batch size", min_value=1, max_value=4096, step=1, key=BATCH)
+        st.select_slider("Batch size (log scale)", BATCH_STEPS, key=BATCH_LOG, on_change=_batch_from_slider)
+        st.number_input("Batch size", min_value=1, max_value=4096, step=1, key=BATCH, on_change=_slider_from_batch,
+                        label_visibility="collapsed")
         st.selectbox("Precision", list(PRECISIONS), key=DTYPE, help=PRECISIONS[st.session_state[DTYPE]].note)
         st.selectbox("Optimizer (training memory)", list(OPTIMIZERS), key=OPTIMIZER)
         ids = list(db.devices)
