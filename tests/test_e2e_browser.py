@@ -1,0 +1,93 @@
+"""End to end in a real browser: the Streamlit server, headless Chromium (Debian's /usr/bin/chromium driven by
+Playwright), the MNIST conv2-128 variant picked in the sidebar, the batch size changed, the totals and the roofline
+chart following. Needs scripts/install_browser.sh (the README's test command runs it)."""
+
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect, sync_playwright
+
+ROOT = Path(__file__).resolve().parent.parent
+ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-quic",
+        "--disable-component-update", "--disable-sync"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+                             "--server.port", str(port), "--server.address", "127.0.0.1"],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen(f"{url}/_stcore/health", timeout=2)
+            break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        pytest.fail("the Streamlit server did not start within 60 s")
+    yield url
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+def _metric(page, label: str) -> str:
+    box = page.locator("[data-testid='stMetric']").filter(has_text=label).first
+    return box.locator("[data-testid='stMetricValue']").inner_text()
+
+
+def test_pick_variant_change_batch_see_totals_and_roofline(server):
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(server, wait_until="networkidle")
+        expect(page.locator("[data-testid='stMetric']").first).to_be_visible(timeout=30000)
+        assert _metric(page, "Parameters") == "1,199,882"
+
+        # pick the variant in the sidebar's searchable select box
+        page.locator("[data-testid='stSidebar'] [data-testid='stSelectbox']").first.click()
+        page.keyboard.type("conv2_128")
+        page.keyboard.press("Enter")
+        expect(page.locator("[data-testid='stMetric']").filter(has_text="Parameters").first) \
+            .to_contain_text("2,398,026", timeout=20000)          # conv2 → 128 channels, fc1 → 18432·128
+        gmacs_b1 = float(_metric(page, "Forward GMACs"))
+        assert gmacs_b1 == round(23_788_928 / 1e9, 3)         # 11,992,448 + 10,616,832 (conv2) + 1,179,648 (fc1)
+
+        # batch 1 → 8 in the number box: MACs follow linearly
+        box = page.locator("[data-testid='stSidebar'] input[type='number']").first
+        box.fill("8")
+        box.press("Enter")
+        expect(page.locator("[data-testid='stMetric']").filter(has_text="Forward GMACs").first) \
+            .not_to_contain_text(f"{gmacs_b1:.3f}", timeout=20000)
+        # 8 × 23,788,928 MACs (the variant's per-sample count) = 0.190 G, as the page rounds it
+        assert _metric(page, "Forward GMACs") == f"{8 * 23_788_928 / 1e9:,.3f}"
+
+        # the roofline page keeps the choice and draws the chart; its network point moves with the batch
+        page.wait_for_timeout(1500)                    # let the batch change finish before navigating
+        page.locator("[data-testid='stSidebarNav'] a", has_text="Roofline").click()   # same session, same choice
+        page.wait_for_timeout(2000)
+        chart = page.locator("[data-testid='stVegaLiteChart']").first
+        expect(chart).to_be_visible(timeout=30000)
+        expect(page.locator("h1", has_text="Roofline")).to_be_visible(timeout=20000)
+        page.wait_for_timeout(1000)
+        intensity_b8 = _metric(page, "Network intensity")
+        assert page.locator("[data-testid='stSidebar'] input[type='number']").first.input_value() == "8"
+        page.locator("[data-testid='stSidebar'] input[type='number']").first.fill("1")
+        page.locator("[data-testid='stSidebar'] input[type='number']").first.press("Enter")
+        expect(page.locator("[data-testid='stMetric']").filter(has_text="Network intensity").first) \
+            .not_to_contain_text(intensity_b8, timeout=20000)
+        browser.close()
