@@ -42,6 +42,11 @@ if sel.estimate is not None:
     df["bound"] = [r["bound"] for r in sel.estimate.layers]
     df["time_ms"] = [r["forward_s"] * 1e3 for r in sel.estimate.layers]
     df["share"] = [r["share"] * 100 for r in sel.estimate.layers]
+query = st.text_input("Filter layers", key="layer_filter", placeholder="name or op, e.g. conv or layer3",
+                      label_visibility="collapsed")
+if query.strip():
+    q = query.strip().lower()
+    df = df[df["name"].str.lower().str.contains(q, regex=False) | df["op"].str.lower().str.contains(q, regex=False)]
 columns = [c for c in ["name", "op", "output_shape", "params", "macs", "flops", "backward_flops", "activation_bytes",
                        "arithmetic_intensity", "bound", "time_ms", "share"] if c in df]
 st.dataframe(

@@ -156,3 +156,8 @@ def test_batch_slider_and_box_stay_in_step(app):
     assert app.number_input(key="batch_size").value == 64
     app.number_input(key="batch_size").set_value(100).run()
     assert app.select_slider(key="batch_log").value == 128        # log2(100) = 6.64 → 2^7
+
+
+def test_layer_filter_keeps_matching_rows(app):
+    app.text_input(key="layer_filter").set_value("conv").run()
+    assert list(app.dataframe[0].value["name"]) == ["conv1", "conv2"]
