@@ -147,13 +147,15 @@ def build_spec(values: dict, keep: dict | None = None) -> dict:
     return spec
 
 
-def explain(err: DeviceError) -> tuple[str, str]:
-    """(field, message for the user): the form's label, the schema field, the reason and a hint."""
+def explain(err: DeviceError, hint: bool = True) -> tuple[str, str]:
+    """(field, message for the user): the form's label, the schema field, the reason and (``hint``) what the field
+    takes."""
     field = err.field or "entry"
     top = field.split(".")[0]
     label = LABELS.get(field) or LABELS.get(top) or field
-    hint = HINTS.get(field) or HINTS.get(top)
-    return field, f"{label} — field '{field}': {err.reason}" + (f". {hint.capitalize()}." if hint else "")
+    text = (HINTS.get(field) or HINTS.get(top)) if hint else None
+    message = f"{label} — field '{field}': {err.reason.rstrip('.')}."
+    return field, message + (f" {text[0].upper()}{text[1:]}." if text else "")
 
 
 def check_new(db: DeviceDB, spec: dict, editing: str | None) -> None:
