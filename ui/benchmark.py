@@ -28,9 +28,14 @@ PASS_LABELS = {"forward": "forward", "backward": "backward", "train_step": "trai
 
 # == refusals =====================================================================================================
 
-def check_size(report: core.Report, limit_gflops: float, *, training: bool = True) -> None:
-    """Refuse (``core.CalcError``) a live run whose FLOPs exceed ``limit_gflops``: a training step's
-    ``training_flops`` when ``training``, else the forward ``flops``, at the report's batch size."""
+def check_live(report: core.Report, limit_gflops: float, *, training: bool = True) -> None:
+    """Refuse (``core.CalcError``) a live run that cannot or should not run here: a network with more than one input
+    (the timing feeds one random tensor), or one whose FLOPs exceed ``limit_gflops`` — a training step's
+    ``training_flops`` when ``training``, else the forward ``flops`` — at the report's batch size."""
+    inputs = report.compiled.input_shapes
+    if len(inputs) != 1:
+        raise core.CalcError(f"{report.name} has {len(inputs)} inputs ({', '.join(inputs)}); live timing feeds one "
+                             "random input tensor", field="input_shape")
     flops = report.totals["training_flops" if training else "flops"]
     if flops > limit_gflops * 1e9:
         what = "a training step" if training else "a forward pass"
