@@ -4,14 +4,9 @@ import streamlit as st
 
 from core.roofline import ridge
 from ui.charts import layer_points, roofline_chart, roofline_frame
-from ui.state import devices, sidebar
+from ui.state import devices, page
 
-st.set_page_config(page_title="Roofline · CNN calculator", layout="wide")
-sel = sidebar()
-st.title("Roofline")
-if sel.estimate is None:
-    st.warning(sel.estimate_error)
-    st.stop()
+sel = page("Roofline", needs_estimate=True)
 est, dev, compute = sel.estimate, sel.device, sel.report.precision.compute
 db = devices()
 others = st.multiselect("Compare with", [i for i in db.devices if i != dev.id], key="roofline_compare",

@@ -6,14 +6,9 @@ import streamlit as st
 from core import CalcError
 from core.paleo import estimate, scaling, sweep
 from ui.charts import memory_chart
-from ui.state import devices, sidebar
+from ui.state import devices, page
 
-st.set_page_config(page_title="Estimates · CNN calculator", layout="wide")
-sel = sidebar()
-st.title("PALEO estimates")
-if sel.estimate is None:
-    st.warning(sel.estimate_error)
-    st.stop()
+sel = page("PALEO estimates", needs_estimate=True)
 t = sel.estimate.totals
 st.caption(f"{sel.report.name} on {sel.device.name}, batch {sel.report.batch_size}, {sel.report.dtype}, "
            f"PPP {sel.estimate.ppp:g}" + (" (datasheet peak: an optimistic bound)" if sel.estimate.ppp == 1 else ""))

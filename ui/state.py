@@ -145,3 +145,15 @@ def sidebar() -> Selection:
     except core.CalcError as e:
         est, err = None, str(e)
     return Selection(report, dev, est, err)
+
+
+def page(title: str, *, needs_estimate: bool = False) -> Selection:
+    """The opening of every page: config, sidebar, title; pages that need a time estimate stop with the reason
+    (a device without the chosen precision) instead of failing."""
+    st.set_page_config(page_title=f"{title} · CNN calculator", layout="wide")
+    sel = sidebar()
+    st.title(title)
+    if needs_estimate and sel.estimate is None:
+        st.warning(sel.estimate_error)
+        st.stop()
+    return sel
