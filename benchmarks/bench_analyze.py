@@ -80,7 +80,7 @@ def main(argv=None) -> list[dict]:
     subprocess.run([sys.executable, "-m", "core", "analyze", "vgg16"], cwd=ROOT, check=True, capture_output=True)
     cli_s = time.perf_counter() - t
 
-    print(f"| analysis | warm median (ms) | warm + all rows (ms) | cold compile (ms) | torchinfo.summary (ms) | ratio |")
+    print("| analysis | warm median (ms) | warm + all rows (ms) | cold compile (ms) | torchinfo.summary (ms) | ratio |")
     print("|---|---:|---:|---:|---:|---:|")
     for r in rows:
         ti = r.get("torchinfo_ms")

@@ -143,7 +143,7 @@ def format_estimate(est) -> str:
     out += [f"Training step:  {_seconds(t['training_step_s'])}  → {t['samples_per_s']:,.1f} samples/s",
             f"Roofline:       intensity {r['arithmetic_intensity']:,.2f} FLOP/byte → {r['bound']}-bound, "
             f"attainable {_si(r['attainable_flop_per_s'], 'FLOP/s')}",
-            "", f"Slowest layers (forward):"]
+            "", "Slowest layers (forward):"]
     for row in rows:
         ai = row["arithmetic_intensity"]
         out.append(f"  {row['name']:<{width}}  {_seconds(row['forward_s']):>12}  {row['share'] * 100:5.1f}%  "

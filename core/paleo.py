@@ -22,6 +22,7 @@ from .errors import CalcError
 from .graph import Compiled, NodeInfo
 from .precision import Precision, optimizer_states
 from .report import Report
+from .registry import numel
 from .roofline import RooflinePoint, ridge
 
 VARIANTS = ("paleo", "roofline")
@@ -99,15 +100,8 @@ def _fused_fwd_act(n: NodeInfo) -> int:
     if n.rule.category in FUSED_CATEGORIES:
         return 0
     if n.op in ("add", "mul"):                 # the main operand is in registers; the others are read
-        return sum(s for s in map(lambda sh: _numel(sh), n.in_shapes[1:]))
+        return sum(numel(sh) for sh in n.in_shapes[1:])
     return n.in_elems + n.out_elems if n.moves_data else 0
-
-
-def _numel(shape) -> int:
-    out = 1
-    for d in shape:
-        out *= d
-    return out
 
 
 @lru_cache(maxsize=64)
@@ -244,7 +238,7 @@ class Estimate:
             return flops, (w.sums[i + 1] * p.activation + x) * n + w.sums[i + 2] * p.weight, c, m, t
         tot = [0.0, 0.0, 0.0, 0.0, 0.0]
         for k, info in enumerate(w.nodes):
-            flops = self._layer_flops(info, fs[k], which)
+            flops = self._layer_flops(info, fs[k])
             c, m, t = self._pass_time(flops, acts[k], weights[k], xs[k], info)
             tot[0] += flops
             tot[1] += (acts[k] * p.activation + xs[k]) * n + weights[k] * p.weight
@@ -253,7 +247,7 @@ class Estimate:
             tot[4] += t
         return tuple(tot)
 
-    def _layer_flops(self, info: NodeInfo, per_sample: int, which: str) -> float:
+    def _layer_flops(self, info: NodeInfo, per_sample: int) -> float:
         n = self.report.batch_size
         if self.conv_algorithm == "direct" or info.op != "conv2d" or not info.cost.flops:
             return per_sample * n
@@ -312,10 +306,10 @@ class Estimate:
         total_fwd = self.totals["forward_s"] or 1.0
         rows = []
         for k, info in enumerate(w.nodes):
-            f = self._layer_flops(info, w.fwd_f[k], "fwd")
+            f = self._layer_flops(info, w.fwd_f[k])
             fb = w.fwd_a[k] * n * p.activation + w.fwd_w[k] * p.weight
             c, m, t = self._pass_time(f, w.fwd_a[k], w.fwd_w[k], 0, info)
-            bf = self._layer_flops(info, w.bwd_f[k], "bwd")
+            bf = self._layer_flops(info, w.bwd_f[k])
             bc, bm, bt = self._pass_time(bf, w.bwd_a[k], w.bwd_w[k], w.bwd_x[k], info)
             bb = (w.bwd_a[k] * p.activation + w.bwd_x[k]) * n + w.bwd_w[k] * p.weight
             fwd_pt = RooflinePoint.of(info.name, f, fb, self.peak, self.bandwidth)

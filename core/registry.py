@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import difflib
 from math import isfinite
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from math import prod
 from typing import Any, Callable
 

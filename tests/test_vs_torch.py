@@ -10,7 +10,7 @@ first layer (no gradient w.r.t. the input) and after a trainable layer (gradient
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import pytest

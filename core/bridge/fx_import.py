@@ -13,7 +13,7 @@ its parameters are counted, its arithmetic is not modelled (a warning says so).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 from ..errors import NetworkError
 from ..graph import compile_network
@@ -39,7 +39,6 @@ class _Const:
 
 def from_module(module, input_shape, *, name: str | None = None) -> ImportResult:
     """Convert ``module`` run on inputs of per-sample shape ``input_shape`` (e.g. (3, 224, 224)) into a Network."""
-    import torch
 
     shape = tuple(int(d) for d in input_shape)
     was_training = module.training
@@ -55,7 +54,6 @@ def from_module(module, input_shape, *, name: str | None = None) -> ImportResult
 
 
 def _trace(module):
-    import torch
     import torch.fx as fx
 
     try:

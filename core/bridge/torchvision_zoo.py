@@ -60,7 +60,6 @@ def build(name: str, device: str = "meta"):
     import torchvision
 
     kwargs = dict(_KWARGS.get(name, {}))
-    w = torchvision.models.get_model_weights(name).DEFAULT
     if name.startswith("vit_"):
         kwargs["image_size"] = entry(name).input_shape[1]
     try:
