@@ -1,85 +1,21 @@
-"""CNN performance calculator — Layers: the per-layer table, totals and pen-and-paper arithmetic.
+"""CNN performance calculator: ``streamlit run app.py``.
 
-Run with ``streamlit run app.py``. Numbers come from ``core``; this file only lays them out. torch is never imported
-here, so the page starts fast.
+This file only declares the pages; each page draws the shared sidebar (``ui.state.page``) and lays out numbers from
+``core``. Nothing here imports torch, so the first page appears fast.
 """
 
-from __future__ import annotations
-
-import pandas as pd
 import streamlit as st
 
-import core
-from core.units import format_bytes
-from ui.state import sidebar
-from ui.text import formula_latex, markdown_report
+PAGES = {
+    "CNN performance calculator": [
+        st.Page("pages/0_Layers.py", title="Layers", url_path="layers", default=True),
+        st.Page("pages/1_Roofline.py", title="Roofline", url_path="Roofline"),
+        st.Page("pages/2_Estimates.py", title="Estimates", url_path="Estimates"),
+        st.Page("pages/3_Devices.py", title="Devices", url_path="Devices"),
+        st.Page("pages/4_Network.py", title="Network", url_path="Network"),
+        st.Page("pages/5_Benchmark.py", title="Benchmark", url_path="Benchmark"),
+        st.Page("pages/6_Compare.py", title="Compare", url_path="Compare"),
+    ],
+}
 
-st.set_page_config(page_title="CNN performance calculator", layout="wide")
-sel = sidebar()
-report = sel.report
-t = report.totals
-
-st.title("CNN performance calculator")
-c1, c2, c3, c4, c5, c6 = st.columns(6)
-c1.metric("Parameters", f"{t['params']:,}", help=f"{format_bytes(t['param_bytes'], 1)} at {report.dtype}")
-c2.metric("Forward GMACs", f"{t['macs'] / 1e9:,.3f}", help="multiply-adds")
-c3.metric("Forward GFLOPs", f"{t['flops'] / 1e9:,.3f}", help=core.CONVENTION)
-c4.metric("Inference memory", format_bytes(t["inference_bytes"], 1),
-          help=f"weights + peak of live activations ({format_bytes(t['activation_bytes'], 1)}, at "
-               f"{t['activation_peak_at']})")
-c5.metric("Training memory", format_bytes(t["training_bytes"], 1),
-          help=f"weights + gradients + {report.optimizer} state + activations saved for backward "
-               f"({format_bytes(t['saved_activation_bytes'], 1)})")
-if sel.estimate is not None:
-    c6.metric("Forward time", f"{sel.estimate.totals['forward_s'] * 1e3:,.3f} ms",
-              help=f"PALEO on {sel.device.name} at PPP {sel.estimate.ppp:g}")
-else:
-    c6.metric("Forward time", "—", help=sel.estimate_error)
-    st.warning(sel.estimate_error)
-
-df = report.to_pandas()
-if sel.estimate is not None:
-    df["bound"] = [r["bound"] for r in sel.estimate.layers]
-    df["time_ms"] = [r["forward_s"] * 1e3 for r in sel.estimate.layers]
-    df["share"] = [r["share"] * 100 for r in sel.estimate.layers]
-query = st.text_input("Filter layers", key="layer_filter", placeholder="name or op, e.g. conv or layer3",
-                      label_visibility="collapsed")
-if query.strip():
-    q = query.strip().lower()
-    df = df[df["name"].str.lower().str.contains(q, regex=False) | df["op"].str.lower().str.contains(q, regex=False)]
-columns = [c for c in ["name", "op", "output_shape", "params", "macs", "flops", "backward_flops", "activation_bytes",
-                       "arithmetic_intensity", "bound", "time_ms", "share"] if c in df]
-st.dataframe(
-    df[columns], hide_index=True, width="stretch", key="layer_table",
-    column_config={
-        "name": "Layer", "op": "Op", "output_shape": "Output shape",
-        "params": st.column_config.NumberColumn("Params", format="localized"),
-        "macs": st.column_config.NumberColumn("MACs", format="localized"),
-        "flops": st.column_config.NumberColumn("FLOPs fwd", format="localized"),
-        "backward_flops": st.column_config.NumberColumn("FLOPs bwd", format="localized"),
-        "activation_bytes": st.column_config.NumberColumn("Output bytes", format="localized"),
-        "arithmetic_intensity": st.column_config.NumberColumn("FLOP/byte", format="%.2f"),
-        "bound": "Bound", "time_ms": st.column_config.NumberColumn("PALEO ms", format="%.4f"),
-        "share": st.column_config.NumberColumn("% of time", format="%.1f"),
-    })
-d1, d2, _ = st.columns([1, 1, 4])
-d1.download_button("Download CSV", df.to_csv(index=False), f"{report.name}_b{report.batch_size}.csv", "text/csv",
-                   key="download_csv")
-d2.download_button("Markdown report", markdown_report(report, sel.estimate), f"{report.name}_b{report.batch_size}.md",
-                   "text/markdown", key="download_md")
-
-left, right = st.columns(2)
-with left:
-    st.subheader("Pen and paper")
-    names = [layer.name for layer in report.layers]
-    st.selectbox("Layer", names, key="explain_layer", index=names.index("conv2") if "conv2" in names else 0)
-    for line in report.explain(st.session_state["explain_layer"]):
-        st.latex(formula_latex(line))
-with right:
-    st.subheader("FLOPs by layer type")
-    by_op = pd.DataFrame([{"op": k, "FLOPs": v} for k, v in report.flops_by_op().items() if v])
-    total = by_op["FLOPs"].sum() or 1
-    by_op["share %"] = by_op["FLOPs"] / total * 100
-    st.dataframe(by_op.sort_values("FLOPs", ascending=False), hide_index=True, width="stretch", key="by_op",
-                 column_config={"FLOPs": st.column_config.NumberColumn(format="localized"),
-                                "share %": st.column_config.NumberColumn(format="%.2f")})
+st.navigation(PAGES, expanded=True).run()

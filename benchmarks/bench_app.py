@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = ["app.py", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "pages").glob("*.py"))]
+PAGES = [*sorted(str(p.relative_to(ROOT)) for p in (ROOT / "pages").glob("*.py"))]
 SKIP = {"pages/5_Benchmark.py"}      # live timing is not a page to re-render on every change
 
 
