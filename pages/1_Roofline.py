@@ -3,7 +3,7 @@
 import streamlit as st
 
 from core.roofline import ridge
-from ui.charts import layer_points, roofline_chart, roofline_frame
+from ui.charts import layer_points, roofline_chart, roofline_frame, show
 from ui.state import devices, page
 
 sel = page("Roofline", needs_estimate=True)
@@ -21,7 +21,7 @@ secs = t["forward_s"] if which == "forward" else t["backward_s"]
 flops = t["forward_flops"] if which == "forward" else t["backward_flops"]
 network = {"intensity": net_ai, "flops": flops / secs, "label": f"{sel.report.name} (whole {which} pass)"} \
     if net_ai and secs else None
-st.altair_chart(roofline_chart(roofs, points, network), width="stretch", key="roofline_chart")
+show(roofline_chart(roofs, points, network), "roofline_chart", f"roofline_{sel.report.name}_{dev.id}_{which}")
 c1, c2, c3 = st.columns(3)
 c1.metric("Ridge point", f"{ridge(est.peak, est.bandwidth):,.2f} FLOP/byte",
           help=f"{dev.name}: {est.peak / 1e12:,.2f} TFLOP/s ({compute}) ÷ {est.bandwidth / 1e9:,.0f} GB/s")

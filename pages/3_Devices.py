@@ -9,7 +9,7 @@ import streamlit as st
 
 from core.devices import KINDS, PRECISION_KEYS, USER_PATH
 from core.errors import DeviceError
-from ui.charts import roofline_chart
+from ui.charts import roofline_chart, show
 from ui.devices_form import (F_BW, F_ID, F_KIND, F_MEM, F_NAME, F_NOTE, F_PEAK, F_SOURCE, F_VENDOR, F_YEAR,
                              FASTEST, FIELD_OF_KEY, MAX_IMPORT_BYTES, SURVEY, blank_form, build_spec, check_new,
                              device_table, explain, form_values, link_table, merge, overlay, parse_import, save,
@@ -141,7 +141,7 @@ else:
     chart = roofline_chart(roofs, pd.DataFrame()).encode(
         color=alt.Color("device:N", title="device", sort=order),
         tooltip=["device", alt.Tooltip("intensity:Q", format=".3g"), alt.Tooltip("flops:Q", format=".3s")])
-    st.altair_chart(chart, width="stretch", key="overlay_chart")
+    show(chart, "overlay_chart", f"rooflines_{compute}")
     st.dataframe(ridges, hide_index=True, width="stretch", key="ridge_table",
                  column_config={"ridge FLOP/byte": st.column_config.NumberColumn(format="%.2f"),
                                 "year": st.column_config.NumberColumn(format="%d")})

@@ -29,6 +29,7 @@ import core
 from core.bridge.timing import implied_ppp
 from core.paleo import estimate
 from ui import benchmark as bm
+from ui.charts import lines_chart, show
 from ui.state import devices, sidebar
 
 st.set_page_config(page_title="Benchmark · CNN calculator", layout="wide")
@@ -298,8 +299,10 @@ if rows:
         if rho["n"] < 3:
             st.caption("With fewer than 3 networks a rank correlation says little.")
         g1, g2 = st.columns(2)
-        g1.altair_chart(bm.scatter(df, "GFLOPs", "forward GFLOPs"), width="stretch", key="bench_vs_flops")
-        g2.altair_chart(bm.scatter(df, "M params", "parameters (millions)"), width="stretch", key="bench_vs_params")
+        with g1:
+            show(bm.scatter(df, "GFLOPs", "forward GFLOPs"), "bench_vs_flops", "latency_vs_flops")
+        with g2:
+            show(bm.scatter(df, "M params", "parameters (millions)"), "bench_vs_params", "latency_vs_params")
         st.dataframe(df, hide_index=True, width="stretch", key="bench_across_table",
                      column_config={c: st.column_config.NumberColumn(format="%.3f")
                                     for c in ("latency ms", "IQR ms", "GFLOPs", "M params", "GFLOP/s")})
@@ -335,7 +338,7 @@ if tp:
         st.error(f"Stopped at a batch the memory model refuses: {refused}")
     if not frame.empty:
         st.caption(f"{tp['network']}, forward pass, {dtype} on this CPU.")
-        st.line_chart(frame, x="batch", y="samples/s", x_label="batch size", y_label="samples/s")
+        show(lines_chart(frame, "batch", ["samples/s"], "samples/s"), "bench_tp_chart", f"throughput_{tp['network']}")
         st.dataframe(frame, hide_index=True, width="stretch", key="bench_tp_table",
                      column_config={"forward ms": st.column_config.NumberColumn(format="%.4f"),
                                     "samples/s": st.column_config.NumberColumn(format="%.1f"),

@@ -5,6 +5,7 @@ import pandas as pd
 import streamlit as st
 
 import core
+from ui.charts import show
 from ui.compare import PRESETS, compare_rows
 from ui.state import BATCH, CUSTOM, CUSTOM_NET, DTYPE, OPTIMIZER, PPP, sidebar
 
@@ -36,7 +37,7 @@ st.dataframe(df, hide_index=True, width="stretch", key="compare_table",
                             "FLOP/byte": st.column_config.NumberColumn(format="%.2f"),
                             "forward ms": st.column_config.NumberColumn(format="%.3f"),
                             "training step ms": st.column_config.NumberColumn(format="%.3f")})
-st.altair_chart(alt.Chart(df).mark_bar().encode(x=alt.X("network:N", sort=None), y="GMACs:Q",
-                                                 tooltip=["network", "GMACs", "params"]).properties(height=280),
-                width="stretch", key="compare_chart")
+show(alt.Chart(df).mark_bar().encode(x=alt.X("network:N", sort=None), y="GMACs:Q",
+                                     tooltip=["network", "GMACs", "params"]).properties(height=280),
+     "compare_chart", "compare_gmacs")
 st.download_button("Download CSV", df.to_csv(index=False), "compare.csv", "text/csv", key="compare_csv")

@@ -6,6 +6,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import core
+from core.devices import load_devices
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 
@@ -134,12 +135,34 @@ def test_compare_presets_show_the_variants_side_by_side():
     assert table.loc["mnist_cnn_conv2_128", "GMACs"] * 1e9 == pytest.approx(11_992_448 + 10_616_832 + 1_179_648)
 
 
-def test_estimates_page_shows_algorithms_memory_and_scaling():
+def _open_tab(at, label):
+    at.session_state["estimates_tab"] = label
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_estimates_tabs_show_algorithms_batch_devices_and_scaling():
     at = AppTest.from_file(ESTIMATES_PAGE, default_timeout=60).run()
     assert not at.exception
-    algos = next(d.value for d in at.dataframe if "algorithm" in d.value.columns).set_index("algorithm")
+    parts = at.dataframe[0].value.set_index("part")                    # the open tab: the breakdown
+    total_ms = float(at.metric[0].value.split()[0]) + float(at.metric[1].value.split()[0])
+    assert parts["ms"].drop("weight update").sum() == pytest.approx(total_ms, abs=2e-3)   # fwd + bwd parts
+    assert not any("algorithm" in d.value.columns for d in at.dataframe)   # closed tabs do not run
+
+    algos = next(d.value for d in _open_tab(at, "Convolution algorithm").dataframe).set_index("algorithm")
     assert algos.loc["winograd", "forward GFLOPs"] < algos.loc["direct", "forward GFLOPs"]
-    scaling = next(d.value for d in at.dataframe if "workers" in d.value.columns)
+
+    by_batch = next(d.value for d in _open_tab(at, "Batch size").dataframe if "batch" in d.value.columns)
+    assert list(by_batch["batch"]) == [2 ** i for i in range(13)]
+    # training memory grows with the batch (saved activations), weights do not: strictly increasing
+    assert by_batch["training memory GiB"].is_monotonic_increasing
+    assert any("Largest power-of-two batch" in c.value for c in at.caption)     # the V100's 16 GiB line
+
+    devs = next(d.value for d in _open_tab(at, "Other devices").dataframe)
+    assert len(devs) == len(load_devices().devices)        # every device in the database
+
+    scaling = next(d.value for d in _open_tab(at, "Data parallel").dataframe if "workers" in d.value.columns)
     assert list(scaling["workers"]) == [1, 2, 4, 8] and scaling["speedup"].iloc[0] == 1.0
 
 
@@ -161,3 +184,15 @@ def test_batch_slider_and_box_stay_in_step(app):
 def test_layer_filter_keeps_matching_rows(app):
     app.text_input(key="layer_filter").set_value("conv").run()
     assert list(app.dataframe[0].value["name"]) == ["conv1", "conv2"]
+
+
+def test_chart_downloads_render_svg_and_png():
+    """The SVG/PNG buttons under every chart hand over a real image of that chart (drawn by vl-convert)."""
+    import pandas as pd
+
+    from ui.charts import _render, lines_chart
+    chart = lines_chart(pd.DataFrame({"batch": [1, 2, 4], "forward ms": [1.0, 1.5, 2.5]}), "batch",
+                        ["forward ms"], "ms")
+    svg = _render(chart, "svg")
+    assert svg.lstrip().startswith("<svg") and "forward ms" in svg        # the legend names the series
+    assert _render(chart, "png")[:8] == b"\x89PNG\r\n\x1a\n"                  # the PNG signature
