@@ -179,6 +179,43 @@ def calibration_rows(spec: dict) -> pd.DataFrame:
 
 # == across networks ==============================================================================================
 
+ACROSS_ROWS = "bench_across_rows"   # the session key under which the Benchmark page keeps these rows
+
+
+def time_networks(names, *, dtype: str = "fp32", progress=None, cancel=None, **common) -> list[dict]:
+    """Forward latency at batch 1 of each named network, ImageNet ones at ``SMALL_INPUT`` (``across_input``): the
+    rows ``across_frame`` reads, or ``{"network", "refused"}`` for one refused by the FLOP limit or the memory guard.
+    ``common``: ``time_module``'s device, warmup, repeats, max_seconds, threads. torch loads inside this call."""
+    from core.bridge.timing import check_fits, time_module
+    from core.bridge.to_torch import to_module
+
+    rows = []
+    for k, name in enumerate(names):
+        def sub(fraction, message, k=k, name=name):
+            if progress is not None:
+                progress((k + fraction) / len(names), f"{name} ({k + 1}/{len(names)}): {message}")
+
+        shape = None
+        try:
+            shape = across_input(core.load_network(name))
+            rep = core.analyze(name, input_shape=shape, batch_size=1, dtype=dtype)
+            check_live(rep, MAX_ACROSS_GFLOPS, training=False)
+            check_fits(rep, training=False)
+            module = to_module(rep.compiled.network, device="cpu")
+            r = time_module(module, rep.input_shape, 1, passes=("forward",), progress=sub, cancel=cancel,
+                            report=rep, measure_memory=False, dtype=dtype, **common)
+            del module
+        except core.CalcError as e:
+            if "cancelled" in str(e):
+                raise
+            rows.append({"network": name, "refused": f"at input {shape}: {e}" if shape else str(e)})
+            continue
+        t = r.passes["forward"]
+        rows.append({"network": name, "input": "×".join(map(str, rep.input_shape)), "latency_s": t.median_s,
+                     "iqr_s": t.iqr_s, "flops": rep.totals["flops"], "params": rep.totals["params"]})
+    return rows
+
+
 def across_frame(rows: list[dict]) -> pd.DataFrame:
     """The timed networks (rows with ``latency_s``), one per row: latency ms, GFLOPs, M params, GFLOP/s."""
     ok = [r for r in rows if r.get("latency_s")]
@@ -200,9 +237,9 @@ def scatter(df: pd.DataFrame, x: str, title: str) -> alt.Chart:
     enc = {"x": alt.X(f"{x}:Q", scale=alt.Scale(type="log"), title=title),
            "y": alt.Y("latency ms:Q", scale=alt.Scale(type="log"), title="forward latency (ms, batch 1)")}
     points = alt.Chart(df).mark_circle(size=80).encode(
-        **enc, tooltip=["network", "input", alt.Tooltip("latency ms:Q", format=".3f"),
+        **enc, tooltip=[alt.Tooltip("network:N"), alt.Tooltip("input:N"), alt.Tooltip("latency ms:Q", format=".3f"),
                         alt.Tooltip(f"{x}:Q", format=".3f")])
-    labels = alt.Chart(df).mark_text(align="left", dx=7, fontSize=11).encode(**enc, text="network")
+    labels = alt.Chart(df).mark_text(align="left", dx=7, fontSize=11).encode(**enc, text=alt.Text("network:N"))
     return (points + labels).properties(height=320)
 
 
