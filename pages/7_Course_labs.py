@@ -41,6 +41,11 @@ def open_button(name: str, key: str) -> None:
         st.rerun()
 
 
+def preferred(options: list, value) -> int:
+    """The position of ``value`` among ``options`` (the first one if it is not there)."""
+    return options.index(value) if value in options else 0
+
+
 def number(x: float, digits: int = 3) -> str:
     return f"{x:,.{digits}f}"
 
@@ -118,9 +123,9 @@ def lab2() -> None:
     st.subheader("Ten networks on a CPU and a GPU")
     cpus, gpus = labs.devices_of_kind(db, "CPU"), labs.devices_of_kind(db, "GPU")
     c1, c2, c3, c4 = st.columns(4)
-    cpu_id = c1.selectbox("CPU", cpus, index=cpus.index("core-i7-920"), key="lab2_cpu",
+    cpu_id = c1.selectbox("CPU", cpus, index=preferred(cpus, "core-i7-920"), key="lab2_cpu",
                           format_func=lambda i: db.devices[i].name)
-    gpu_id = c2.selectbox("GPU", gpus, index=gpus.index("k80"), key="lab2_gpu",
+    gpu_id = c2.selectbox("GPU", gpus, index=preferred(gpus, "k80"), key="lab2_gpu",
                           format_func=lambda i: db.devices[i].name)
     batch = c3.select_slider("Batch", list(labs.THROUGHPUT_BATCHES), value=1, key="lab2_batch")
     own = c4.radio("Input", ["3×224×224", "each network's own"], key="lab2_input",
@@ -329,6 +334,10 @@ def lab5() -> None:
 
 
 LAB_PAGES = {1: lab1, 2: lab2, 3: lab3, 4: lab4, 5: lab5}
+missing = [i for i in labs.NEEDS[lab or 1] if i not in db.devices]
+if missing:                            # a built-in entry that did not load (the Devices page says why)
+    st.error(f"This lab needs {', '.join(missing)} from device_specs.json, which did not load.")
+    st.stop()
 try:
     LAB_PAGES[lab or 1]()
 except core.CalcError as e:

@@ -394,3 +394,13 @@ def test_the_page_does_not_import_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180, cwd=ROOT)
     assert out.returncode == 0, out.stderr[-1000:]
     assert out.stdout.strip().splitlines()[-1] == "False", out.stderr[-500:]
+
+
+def test_a_lab_whose_device_did_not_load_says_so(monkeypatch):
+    import ui.state
+
+    short = load_devices(user_path=None).remove("v100-sxm2")      # as if its entry in the file were invalid
+    monkeypatch.setattr(ui.state, "devices", lambda: short)
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    at.button_group(key="lab").set_value(3).run()
+    assert not at.exception and "v100-sxm2" in at.error[0].value

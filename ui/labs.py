@@ -29,6 +29,11 @@ LABS = {
 }
 
 
+# the built-in devices each lab names (lab 2 lets the user choose among all)
+NEEDS = {1: ("k80", "k80-board", "k80-base", "k80-board-base"), 2: (), 3: ("v100-sxm2", "a100-40gb-sxm"),
+         4: ("v100-sxm2",), 5: ()}
+
+
 def _shape(dims) -> str:
     return "×".join(map(str, dims))
 
