@@ -1,40 +1,96 @@
-"""Network: what-if edits layer by layer (coupled channels follow), undo and reset, IR JSON in and out, PyTorch code."""
+"""Network: build or edit a network layer by layer in a table (sequential networks: add, remove, reorder), what-if
+edits on any network with the coupled channel group shown, undo and reset, IR JSON in and out, PyTorch code."""
 
 import streamlit as st
 
 import core
-from ui.state import CUSTOM_NET, DEFAULTS, HISTORY, MODEL, choose_model, current_network, set_custom, sidebar
+from core.edit import channel_groups
+from ui import builder
+from ui.state import CUSTOM_NET, DEFAULTS, HISTORY, MODEL, choose_model, current_network, page, set_custom
 from ui.tables import editable_layers
 
-st.set_page_config(page_title="Network · CNN calculator", layout="wide")
-sel = sidebar()
-st.title("Network")
+sel = page("Network")
 net = current_network()
 st.caption(f"{net.name}: {len(net.nodes)} layers, {sel.report.totals['params']:,} parameters. Edits make a custom "
            "copy; the built-in network is never changed.")
 
+
+def _base_name(n: core.Network) -> str:
+    return n.name.split(" (edited)")[0]
+
+
+def _apply(new: core.Network, message: str) -> None:
+    set_custom(core.Network(f"{_base_name(new)} (edited)", new.inputs, new.nodes, new.outputs, new.description))
+    st.session_state["edit_message"] = message
+    st.rerun()
+
+
+if builder.is_chain(net):
+    st.subheader("Layers")
+    st.caption("Edit cells, add rows at the bottom, delete rows, or change **#** to reorder (2.5 goes between 2 "
+               "and 3). Blank numeric cells keep the op's defaults; other attributes are name=value text. Each "
+               "change is checked at once; an invalid one is refused at its row and the last valid network stays.")
+    original = builder.rows(net, sel.report)
+    ops = list(builder.BUILD_OPS) + sorted({r["op"] for r in original} - set(builder.BUILD_OPS))
+    whole = st.column_config.NumberColumn
+    edited = st.data_editor(
+        original, num_rows="dynamic", hide_index=True, width="stretch",
+        key=f"layer_editor_{st.session_state.get('editor_round', 0)}_{hash(net)}",
+        disabled=builder.SHOWN,
+        column_config={
+            "#": whole("#", min_value=0, step=0.5, format="%g", help="position; change it to move the row"),
+            "layer": st.column_config.TextColumn("layer", help="unique name"),
+            "op": st.column_config.SelectboxColumn("op", options=ops, required=True),
+            "channels": whole("channels", min_value=1, step=1, help="out_channels of a conv, out_features of linear"),
+            "kernel": whole("kernel", min_value=1, step=1), "stride": whole("stride", min_value=1, step=1),
+            "padding": whole("padding", min_value=0, step=1),
+            "other": st.column_config.TextColumn("other attributes", help="name=value, comma separated: p=0.25"),
+            "params": whole("params", format="localized"), "MACs": whole("MACs / sample", format="localized"),
+        })
+    if builder.changed(edited, original):
+        try:
+            rebuilt = builder.network_from_rows(edited, net)
+        except core.CalcError as e:
+            st.error(f"Not applied — {e}. The last valid network is kept; fix that row or discard the edits.")
+            st.session_state.pop("edit_message", None)          # an older success would read as this edit's
+            if st.button("Discard table edits", key="editor_discard"):
+                st.session_state["editor_round"] = st.session_state.get("editor_round", 0) + 1
+                st.rerun()
+        else:
+            _apply(rebuilt, f"Table edit applied: {len(rebuilt.nodes)} layers")
+else:
+    st.info("This network has branches (residual adds, concatenations), so layers cannot be added or reordered "
+            "here; edit channels, kernel, stride or padding below — coupled layers follow.")
+    st.dataframe(editable_layers(sel.report), hide_index=True, width="stretch", key="edit_table")
+if st.button("New network from scratch", key="new_network", help="A small CNN for 1×28×28 inputs to build on"):
+    _apply(builder.NEW_NETWORK, "Started a new network: edit its rows")
+
+st.subheader("What-if edit")
 rows = editable_layers(sel.report)
 names = [r["layer"] for r in rows]
-st.dataframe(rows, hide_index=True, width="stretch", key="edit_table")
-c1, c2, c3, c4 = st.columns([2, 2, 1, 1])
-layer = c1.selectbox("Layer", names, key="edit_layer")
-fields = next(r["editable"] for r in rows if r["layer"] == layer).split(", ")
-field = c2.selectbox("Field", fields, key="edit_field")
-current = net.node(layer).get(field)
-value = c3.number_input("New value", min_value=0, max_value=2 ** 24, step=1, key="edit_value",
-                        value=int(current[0] if isinstance(current, tuple) else current or 1))
-if c4.button("Apply", key="edit_apply", type="primary"):
-    try:
-        result = core.edit(net, layer, field, int(value))
-    except core.CalcError as e:
-        st.error(f"Not applied — {e}. The network is unchanged.")
-    else:
-        set_custom(core.Network(f"{net.name.split(' (edited)')[0]} (edited)", result.network.inputs,
-                                result.network.nodes, result.network.outputs, result.network.description))
-        st.session_state["edit_message"] = (f"{layer}.{field} = {int(value)}: changed "
-                                            f"{', '.join(result.changed)}; shapes followed in "
-                                            f"{len(result.reshaped)} layers")
-        st.rerun()
+if names:
+    c1, c2, c3, c4 = st.columns([2, 2, 1, 1])
+    layer = c1.selectbox("Layer", names, key="edit_layer")
+    fields = next(r["editable"] for r in rows if r["layer"] == layer).split(", ")
+    field = c2.selectbox("Field", fields, key="edit_field")
+    current = net.node(layer).get(field)
+    value = c3.number_input("New value", min_value=0, max_value=2 ** 24, step=1, key="edit_value",
+                            value=int(current[0] if isinstance(current, tuple) else current or 1))
+    if field in ("out_channels", "out_features"):
+        groups = channel_groups(net)
+        coupled = [n for n, g in groups.items() if g == groups.get(layer) and n != layer
+                   and builder.CHANNEL_FIELD.get(net.node(n).op)]
+        st.caption("Coupled group: " + (", ".join(coupled[:12]) + (" …" if len(coupled) > 12 else "")
+                                         if coupled else "none — only this layer's output width changes")
+                   + ". Layers reading this output change shape with it.")
+    if c4.button("Apply", key="edit_apply", type="primary"):
+        try:
+            result = core.edit(net, layer, field, int(value))
+        except core.CalcError as e:
+            st.error(f"Not applied — {e}. The network is unchanged.")
+        else:
+            _apply(result.network, f"{layer}.{field} = {int(value)}: changed {', '.join(result.changed)}; shapes "
+                                   f"followed in {len(result.reshaped)} layers")
 if st.session_state.get("edit_message") and st.session_state[MODEL] == "custom":
     st.success(st.session_state["edit_message"])
 

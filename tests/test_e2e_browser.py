@@ -91,3 +91,41 @@ def test_pick_variant_change_batch_see_totals_and_roofline(server):
         expect(page.locator("[data-testid='stMetric']").filter(has_text="Network intensity").first) \
             .not_to_contain_text(intensity_b8, timeout=20000)
         browser.close()
+
+
+def _params_caption(page):
+    return page.locator("[data-testid='stCaptionContainer']").filter(has_text="parameters").first
+
+
+def test_layer_table_edit_applies_and_an_invalid_one_is_refused_at_its_row(server):
+    """The table is a canvas grid AppTest cannot type into: type into it here. Cells are addressed from the grid's
+    corner (header and rows 35 px high at this viewport); conv2 is row 3."""
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+        page = browser.new_page(viewport={"width": 1500, "height": 1000})
+        page.goto(f"{server}/Network", wait_until="networkidle")
+        expect(_params_caption(page)).to_contain_text("1,199,882", timeout=30000)
+        page.wait_for_timeout(2000)
+        grid = page.locator("[data-testid='stDataFrame']").first.bounding_box()
+
+        def type_into(dx: float, text: str) -> None:
+            x, y = grid["x"] + dx, grid["y"] + 123
+            page.mouse.click(x, y)                               # select the cell
+            page.wait_for_timeout(300)
+            page.mouse.click(x, y)                               # open its editor
+            page.wait_for_timeout(300)
+            page.keyboard.press("Control+A")
+            page.keyboard.type(text)
+            page.wait_for_timeout(300)
+            page.keyboard.press("Enter")
+
+        type_into(345, "128")                                    # conv2 channels 64 → 128
+        # 128·32·9 + 128 = 36,992 (conv2); 18,432·128 + 128 = 2,359,424 (fc1); + 320 + 1,290 = 2,398,026
+        expect(_params_caption(page)).to_contain_text("2,398,026", timeout=20000)
+        page.wait_for_timeout(1500)
+        type_into(425, "30")                                     # conv2 kernel 3 → 30: larger than 26×26
+        alert = page.locator("[data-testid='stAlert']").filter(has_text="Not applied").first
+        expect(alert).to_contain_text("row 3 · conv2", timeout=20000)
+        expect(alert).to_contain_text("larger than its padded input 26×26")
+        expect(_params_caption(page)).to_contain_text("2,398,026")    # the last valid network is kept
+        browser.close()
