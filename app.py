@@ -16,6 +16,7 @@ PAGES = {
         st.Page("pages/5_Benchmark.py", title="Benchmark", url_path="Benchmark"),
         st.Page("pages/6_Compare.py", title="Compare", url_path="Compare"),
     ],
+    "Course": [st.Page("pages/7_Course_labs.py", title="Course labs", url_path="Course_labs")],
 }
 
 st.navigation(PAGES, expanded=True).run()
