@@ -39,7 +39,7 @@ st.caption("Live timing with PyTorch on this machine's CPU, with random weights.
            "(a few seconds). Keep the settings small: the machine may be shared.")
 
 # session keys of this page (results survive reruns and page switches)
-RESULT, CALIBRATION, ACROSS, THROUGHPUT = "bench_result", "bench_calibration", "bench_across_rows", "bench_tp_rows"
+RESULT, CALIBRATION, ACROSS, THROUGHPUT = "bench_result", "bench_calibration", bm.ACROSS_ROWS, "bench_tp_rows"
 RUNNING = "bench_job"           # the job of this session: {"what", "stop", "done", "stopped"}, shared across threads
 IDLE_STOP = "bench_idle_stop"   # Stop was clicked with nothing running
 WAIT_S = 10.0                   # how long a new page run waits for a stopping job to end
@@ -250,33 +250,7 @@ across_start = a1.button("Time these networks", key="bench_across_run", type="pr
 _stop_button("bench_across_stop", a2)
 if across_start:
     def _across(progress, cancel):
-        from core.bridge.timing import check_fits, time_module
-        from core.bridge.to_torch import to_module
-
-        rows = []
-        for k, name in enumerate(chosen):
-            def sub(fraction, message, k=k, name=name):
-                progress((k + fraction) / len(chosen), f"{name} ({k + 1}/{len(chosen)}): {message}")
-
-            shape = None
-            try:
-                shape = bm.across_input(core.load_network(name))
-                rep = core.analyze(name, input_shape=shape, batch_size=1, dtype=dtype)
-                bm.check_live(rep, bm.MAX_ACROSS_GFLOPS, training=False)
-                check_fits(rep, training=False)
-                module = to_module(rep.compiled.network, device="cpu")
-                r = time_module(module, rep.input_shape, 1, passes=("forward",), progress=sub, cancel=cancel,
-                                report=rep, measure_memory=False, **common)
-                del module
-            except core.CalcError as e:
-                if "cancelled" in str(e):
-                    raise
-                rows.append({"network": name, "refused": f"at input {shape}: {e}" if shape else str(e)})
-                continue
-            t = r.passes["forward"]
-            rows.append({"network": name, "input": "×".join(map(str, rep.input_shape)), "latency_s": t.median_s,
-                         "iqr_s": t.iqr_s, "flops": rep.totals["flops"], "params": rep.totals["params"]})
-        return rows
+        return bm.time_networks(chosen, progress=progress, cancel=cancel, **common)
 
     if not chosen:
         st.error("Choose at least one network.")
