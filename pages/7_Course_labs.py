@@ -22,7 +22,11 @@ from ui.text import formula_latex
 page("Course labs")
 db = devices()
 st.caption(f"Each lab has its own controls; the sidebar is for the other pages. {core.CONVENTION}")
+asked = st.query_params.get("lab", "")             # ?lab=3 opens lab 3: a link a teacher can hand out
+if "lab" not in st.session_state and asked.isdigit() and int(asked) in labs.LABS:
+    st.session_state["lab"] = int(asked)
 lab = st.segmented_control("Lab", list(labs.LABS), format_func=labs.LABS.get, default=1, required=True, key="lab")
+st.query_params["lab"] = str(lab or 1)
 
 
 def question(text: str) -> None:

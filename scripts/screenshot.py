@@ -13,7 +13,8 @@ from playwright.sync_api import sync_playwright
 ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-quic",
         "--disable-component-update", "--disable-sync"]
 PAGES = [("", "layers"), ("Roofline", "roofline"), ("Estimates", "estimates"), ("Devices", "devices"),
-         ("Network", "network")]
+         ("Network", "network"), ("Benchmark", "benchmark"), ("Compare", "compare"),
+         *((f"Course_labs?lab={i}", f"lab{i}") for i in range(1, 6))]
 
 
 def shoot(url: str, out_dir: str, width: int = 1500, height: int = 1000) -> list[Path]:
