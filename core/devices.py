@@ -50,6 +50,8 @@ DEVICE_SCHEMA: dict = {
         "compute_notes": {"type": "object", "additionalProperties": {"type": "string"}},
         "efficiency": {"type": "object", "additionalProperties": False,
                        "properties": {k: {"type": "number", "exclusiveMinimum": 0, "maximum": 1} for k in OP_CLASSES}},
+        "layer_overhead": {"type": "object", "additionalProperties": False,
+                           "properties": {k: {"type": "number", "minimum": 0, "maximum": 1} for k in OP_CLASSES}},
         "user": {"type": "boolean"},
     },
 }
@@ -85,6 +87,7 @@ class Device:
     gpus_per_board: int = 1
     compute_notes: dict = field(default_factory=dict)
     efficiency: dict = field(default_factory=dict)   # op class → fraction of peak (calibrated devices)
+    layer_overhead: dict = field(default_factory=dict)   # op class → seconds each layer call costs on top of its work
     user: bool = False
 
     def peak(self, compute: str) -> float:

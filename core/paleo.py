@@ -213,18 +213,24 @@ class Estimate:
                    info: NodeInfo | None = None) -> tuple[float, float, float]:
         """(compute s, memory s, total s) for ``flops`` at this batch, ``act`` activation elements and ``xbytes``
         fixed-width bytes per sample, and ``weights`` weight elements per batch. A calibrated device's efficiency
-        for the node's class of work multiplies the PPP."""
+        for the node's class of work multiplies the PPP; its per-layer overhead (the fixed cost of calling a layer:
+        dispatch, allocation, library setup) is added to the total of every layer that runs."""
         p, n = self.precision, self.report.batch_size
-        eff = self.device.efficiency.get(op_class(info), 1.0) if info is not None and self.device.efficiency else 1.0
+        dev = self.device
+        cls = op_class(info) if info is not None and (dev.efficiency or dev.layer_overhead) else None
+        eff = dev.efficiency.get(cls, 1.0) if cls else 1.0
         compute = flops / (self.peak * self.ppp * eff)
         memory = (act * n * p.activation + xbytes * n + weights * p.weight) / (self.bandwidth * self.ppp_memory)
         total = max(compute, memory) if self.variant == "roofline" else compute + memory
+        if cls and (flops or memory) and not info.rule.alias:
+            total += dev.layer_overhead.get(cls, 0.0)
         return compute, memory, total
 
-    def _layer_sum(self, which: str) -> tuple[float, float, float, float, float]:
-        """(FLOPs, bytes, compute s, memory s, total s) of one pass, summed over layers."""
+    def _layer_sum(self, which: str) -> tuple[float, float, float, float, float, float]:
+        """(FLOPs, bytes, compute s, memory s, total s, overhead s) of one pass, summed over layers."""
         w, n, p = self.work, self.report.batch_size, self.precision
-        per_layer = self.variant == "roofline" or self.conv_algorithm != "direct" or bool(self.device.efficiency)
+        per_layer = self.variant == "roofline" or self.conv_algorithm != "direct" or bool(self.device.efficiency) \
+            or bool(self.device.layer_overhead)
         zero = (0,) * len(w.nodes)
         if which == "fwd":
             fs, acts, weights, xs = w.fwd_f, w.fwd_a, w.fwd_w, zero
@@ -235,8 +241,9 @@ class Estimate:
             x = 0 if which == "fwd" else w.sums[6]
             flops = w.sums[i] * n
             c, m, t = self._pass_time(flops, w.sums[i + 1], w.sums[i + 2], x)
-            return flops, (w.sums[i + 1] * p.activation + x) * n + w.sums[i + 2] * p.weight, c, m, t
-        tot = [0.0, 0.0, 0.0, 0.0, 0.0]
+            return flops, (w.sums[i + 1] * p.activation + x) * n + w.sums[i + 2] * p.weight, c, m, t, 0.0
+        tot = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+        roofline = self.variant == "roofline"
         for k, info in enumerate(w.nodes):
             flops = self._layer_flops(info, fs[k])
             c, m, t = self._pass_time(flops, acts[k], weights[k], xs[k], info)
@@ -245,6 +252,7 @@ class Estimate:
             tot[2] += c
             tot[3] += m
             tot[4] += t
+            tot[5] += t - (max(c, m) if roofline else c + m)
         return tuple(tot)
 
     def _layer_flops(self, info: NodeInfo, per_sample: int) -> float:
@@ -273,7 +281,9 @@ class Estimate:
         n = r.batch_size
         return {
             "forward_s": fwd[4], "forward_compute_s": fwd[2], "forward_memory_s": fwd[3],
+            "forward_overhead_s": fwd[5],
             "backward_s": bwd[4], "backward_compute_s": bwd[2], "backward_memory_s": bwd[3],
+            "backward_overhead_s": bwd[5],
             "update_s": update_s, "communication_s": comm_s,
             "training_step_s": step,
             "samples_per_s": n * self.workers / step if step else None,     # training throughput, all workers

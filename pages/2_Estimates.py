@@ -32,10 +32,14 @@ if tab_parts.open:
         {"part": "forward memory", "ms": t["forward_memory_s"] * 1e3},
         {"part": "backward compute", "ms": t["backward_compute_s"] * 1e3},
         {"part": "backward memory", "ms": t["backward_memory_s"] * 1e3},
+        *([{"part": "per-layer overhead (forward + backward)",
+            "ms": (t["forward_overhead_s"] + t["backward_overhead_s"]) * 1e3}]
+          if t["forward_overhead_s"] or t["backward_overhead_s"] else []),
         {"part": "weight update", "ms": t["update_s"] * 1e3},
     ]), hide_index=True, key="breakdown")
     tab_parts.caption("PALEO: each layer takes compute time (FLOPs / (PPP × peak)) plus memory time (bytes read "
-                      "and written / bandwidth); a training step is forward + backward + weight update.")
+                      "and written / bandwidth); a calibrated device adds its measured cost per layer call. A "
+                      "training step is forward + backward + weight update.")
 
 if tab_batch.open:
     runs = sweep(report, [dev], BATCHES, dtype=report.dtype, ppp=est.ppp, optimizer=report.optimizer)

@@ -196,3 +196,27 @@ def test_calibrated_efficiency_scales_compute_per_class_of_work():
     assert cal[0]["forward_compute_s"] == pytest.approx(2 * plain[0]["forward_compute_s"])    # linear at 50%
     assert cal[1]["forward_compute_s"] == pytest.approx(4 * plain[1]["forward_compute_s"])    # relu at 25%
     assert cal[0]["forward_memory_s"] == pytest.approx(plain[0]["forward_memory_s"])          # bandwidth as measured
+
+
+def test_layer_overhead_is_added_once_per_layer_that_runs():
+    """A calibrated device's fixed cost per layer call: mnist_cnn runs 9 layers forward — conv1, conv2 (conv);
+    fc1, fc2 (linear); relu, relu_1, max_pool2d, relu_2, log_softmax (elementwise). dropout1/2 and flatten are views
+    at inference and cost nothing. Overheads 10 / 20 / 1 µs → 2·10 + 2·20 + 5·1 = 65 µs more than without."""
+    import dataclasses
+
+    base = dataclasses.replace(TOY, efficiency={"conv": 1.0})       # per-layer sums, no change in rate
+    slow = dataclasses.replace(base, layer_overhead={"conv": 10e-6, "linear": 20e-6, "elementwise": 1e-6})
+    plain, with_overhead = estimate("mnist_cnn", base), estimate("mnist_cnn", slow)
+    assert with_overhead.totals["forward_s"] - plain.totals["forward_s"] == pytest.approx(65e-6, rel=1e-9)
+    assert with_overhead.totals["forward_overhead_s"] == pytest.approx(65e-6, rel=1e-9)
+    assert plain.totals["forward_overhead_s"] == 0.0
+    # compute and memory time are untouched: the overhead is its own term
+    assert with_overhead.totals["forward_compute_s"] == plain.totals["forward_compute_s"]
+
+
+def test_layer_overhead_out_of_range_is_refused():
+    from core.devices import load_devices
+    spec = {**load_devices(user_path=None).devices["v100-sxm2"].to_dict(), "id": "mine",
+            "layer_overhead": {"conv": -1e-6}}
+    with pytest.raises(CalcError, match="layer_overhead"):
+        load_devices(user_path=None).add(spec)

@@ -12,17 +12,22 @@ What is measured (every figure is the best run: on a shared machine the fastest 
 * ``memory_bandwidth``: STREAM-like copy (``b.copy_(a)``, 2 × array bytes moved) and triad (``a = b + s·c`` as
   ``torch.add(b, c, alpha=s, out=a)``, 3 × array bytes) on fp32 arrays far larger than the caches; the larger rate;
 * ``memory_capacity``: physical memory (``os.sysconf``), or the GPU's total memory;
-* ``efficiency`` per class of work (``core.devices.OP_CLASSES``), timing one representative fp32 layer each:
+* ``layer_overhead`` per class of work (``core.devices.OP_CLASSES``): the time of a tiny layer of the class (a 3×3
+  conv on 4 channels of 4×4, the same depthwise, a 4→4 linear, a ReLU on 64 numbers), called as an ``nn.Module`` like
+  a model's layers: its arithmetic takes nanoseconds, so what is measured is the fixed cost of a call — Python and
+  dispatch, allocation, the library's setup (Hockney's n½ in time form). ``core.paleo`` adds it to every layer that
+  runs; it is what makes small networks at batch 1 slower than their FLOPs say;
+* ``efficiency`` per class of work, timing one representative fp32 layer each (also as modules):
   conv (3×3, 64→64 channels, 56×56), grouped_conv (depthwise 3×3, 128 channels, 56×56), linear (1024→1024, batch 64)
   and elementwise (ReLU, BatchNorm in eval mode and 2×2 max pooling, each on 8×64×56×56). The engine itself
   counts each layer's FLOPs and bytes and splits PALEO's forward time, at the measured fp32 peak and bandwidth, into
-  compute ``c`` and memory ``m``; the efficiency is the factor that makes PALEO's sum (``c / efficiency + m``)
-  reproduce the measured time ``t``: ``efficiency = c / (t − m)``, clamped to [0.0001, 1] (1 when ``t ≤ m``).
-  For conv and linear ``m`` is small and this is close to achieved FLOP/s ÷ fp32 GEMM peak; for the memory-bound
-  elementwise class it is the compute share left once the memory term at the measured bandwidth is paid, which is
-  how ``core.paleo`` applies it. The elementwise class takes the median of its three layers' efficiencies, so one
-  slow kernel (CPU max pooling in NCHW is one) does not set the figure for the ReLUs and BatchNorms that dominate
-  real networks. Every layer's efficiency and raw achieved FLOP/s ÷ peak are in the note.
+  compute ``c`` and memory ``m``; the efficiency is the factor that makes PALEO's sum (``c / efficiency + m +
+  overhead``) reproduce the measured time ``t``: ``efficiency = c / (t − m − overhead)``, clamped to [0.0001, 1]
+  (1 when ``t ≤ m + overhead``). For conv and linear ``m`` is small and this is close to achieved FLOP/s ÷ fp32 GEMM
+  peak; for the memory-bound elementwise class it is the compute share left once the memory term at the measured
+  bandwidth is paid, which is how ``core.paleo`` applies it. The elementwise class takes the median of its three
+  layers' efficiencies, so one slow kernel (CPU max pooling in NCHW is one) does not set the figure for the ReLUs and
+  BatchNorms that dominate real networks. Every layer's efficiency and raw achieved FLOP/s ÷ peak are in the note.
 
 The budget is split among the stages (GEMM 45 %, bandwidth 20 %, layers 35 %), each stage taking its share of the
 time still left, so setup costs are absorbed and the whole run stays within ``seconds`` plus one benchmark run.
@@ -133,8 +138,10 @@ def _bandwidth(torch, dev, budget: float, clock: Clock, cancel: Any) -> tuple[fl
 
 
 def _class_cases(torch, dev) -> dict:
-    """op class → [(IR network, batch, torch function)]: the representative layers, written twice (IR and torch)."""
-    import torch.nn.functional as F
+    """op class → [(IR network, batch, callable)]: the representative layers, written twice (IR and torch), as
+    ``nn.Module`` calls like a model's layers. The first entry of each class is a tiny layer whose arithmetic and
+    memory traffic take nanoseconds: its time is the class's fixed cost per layer call."""
+    from torch import nn
 
     from ..ir import Network, Node
 
@@ -146,26 +153,37 @@ def _class_cases(torch, dev) -> dict:
     def rand(*shape):
         return torch.randn(*shape, device=dev)
 
+    def on(module):
+        return module.to(dev).eval()
+
     nb = 16 if gpu else 1
-    x_conv, w_conv = rand(nb, 64, 56, 56), rand(64, 64, 3, 3)
-    x_dw, w_dw = rand(nb, 128, 56, 56), rand(128, 1, 3, 3)
     lb = 512 if gpu else 64
-    x_lin, w_lin = rand(lb, 1024), rand(1024, 1024)
     eb = 64 if gpu else 8
-    x_el = rand(eb, 64, 56, 56)
-    rm, rv, g, bias = rand(64), rand(64).abs() + 1, rand(64), rand(64)
+    conv = on(nn.Conv2d(64, 64, 3, padding=1, bias=False))
+    tiny_conv = on(nn.Conv2d(4, 4, 3, padding=1, bias=False))
+    dw = on(nn.Conv2d(128, 128, 3, padding=1, groups=128, bias=False))
+    tiny_dw = on(nn.Conv2d(4, 4, 3, padding=1, groups=4, bias=False))
+    lin, tiny_lin = on(nn.Linear(1024, 1024, bias=False)), on(nn.Linear(4, 4, bias=False))
+    relu, bn, pool = on(nn.ReLU()), on(nn.BatchNorm2d(64)), on(nn.MaxPool2d(2))
+    x_conv, x_dw, x_lin, x_el = rand(nb, 64, 56, 56), rand(nb, 128, 56, 56), rand(lb, 1024), rand(eb, 64, 56, 56)
+    x_tiny, x_tiny_lin = rand(1, 4, 4, 4), rand(1, 4)
+    tiny = (4, 4, 4)
     return {
-        "conv": [(net("conv", (64, 56, 56), "conv2d", out_channels=64, kernel_size=3, padding=1, bias=False), nb,
-                  lambda: F.conv2d(x_conv, w_conv, padding=1))],
-        "grouped_conv": [(net("depthwise", (128, 56, 56), "conv2d", out_channels=128, kernel_size=3, padding=1,
-                              groups=128, bias=False), nb, lambda: F.conv2d(x_dw, w_dw, padding=1, groups=128))],
-        "linear": [(net("linear", (1024,), "linear", out_features=1024, bias=False), lb,
-                    lambda: F.linear(x_lin, w_lin))],
+        "conv": [(net("tiny_conv", tiny, "conv2d", out_channels=4, kernel_size=3, padding=1, bias=False), 1,
+                  lambda: tiny_conv(x_tiny)),
+                 (net("conv", (64, 56, 56), "conv2d", out_channels=64, kernel_size=3, padding=1, bias=False), nb,
+                  lambda: conv(x_conv))],
+        "grouped_conv": [(net("tiny_depthwise", tiny, "conv2d", out_channels=4, kernel_size=3, padding=1,
+                              groups=4, bias=False), 1, lambda: tiny_dw(x_tiny)),
+                         (net("depthwise", (128, 56, 56), "conv2d", out_channels=128, kernel_size=3, padding=1,
+                              groups=128, bias=False), nb, lambda: dw(x_dw))],
+        "linear": [(net("tiny_linear", (4,), "linear", out_features=4, bias=False), 1, lambda: tiny_lin(x_tiny_lin)),
+                   (net("linear", (1024,), "linear", out_features=1024, bias=False), lb, lambda: lin(x_lin))],
         "elementwise": [
-            (net("relu", (64, 56, 56), "relu"), eb, lambda: F.relu(x_el)),
-            (net("bn", (64, 56, 56), "batch_norm"), eb,
-             lambda: F.batch_norm(x_el, rm, rv, g, bias, training=False)),
-            (net("pool", (64, 56, 56), "max_pool2d", kernel_size=2), eb, lambda: F.max_pool2d(x_el, 2)),
+            (net("tiny_relu", tiny, "relu"), 1, lambda: relu(x_tiny)),
+            (net("relu", (64, 56, 56), "relu"), eb, lambda: relu(x_el)),
+            (net("bn", (64, 56, 56), "batch_norm"), eb, lambda: bn(x_el)),
+            (net("pool", (64, 56, 56), "max_pool2d", kernel_size=2), eb, lambda: pool(x_el)),
         ],
     }
 
@@ -184,8 +202,9 @@ def _time_layers(torch, dev, budget: float, clock: Clock, cancel: Any) -> dict:
 
 
 def _efficiencies(timed: dict, peak: float, bandwidth: float) -> dict:
-    """op class → (efficiency, achieved FLOP/s ÷ peak, {layer: (efficiency, achieved ÷ peak)}); see the module
-    docstring. A class with several representative layers takes the median of each figure."""
+    """op class → (efficiency, achieved FLOP/s ÷ peak, {layer: (efficiency, achieved ÷ peak)}, overhead s); see the
+    module docstring. The first (tiny) layer of a class gives its overhead; the others, the efficiency, the median
+    of theirs when there are several."""
     import statistics
 
     from ..devices import Device
@@ -196,15 +215,17 @@ def _efficiencies(timed: dict, peak: float, bandwidth: float) -> dict:
     probe = Device(id="local", name="calibration", vendor="-", kind="CPU", year=2000, peak_flops={"fp32": peak},
                    memory_bandwidth=bandwidth, source="-")
     out = {}
-    for cls, layers in timed.items():
+    for cls, (tiny, *layers) in timed.items():
+        overhead = tiny[2]
         per = {}
         for network, batch, t in layers:
             tot = Estimate(Report(compile_network(network), batch, "fp32"), probe).totals
             c, m = tot["forward_compute_s"], tot["forward_memory_s"]
-            eff = c / (t - m) if t > m else 1.0
+            left = t - m - overhead
+            eff = c / left if left > 0 else 1.0
             per[network.name] = (min(max(eff, 1e-4), 1.0), tot["forward_flops"] / t / peak)
         out[cls] = (statistics.median(v[0] for v in per.values()), statistics.median(v[1] for v in per.values()),
-                    per)
+                    per, overhead)
     return out
 
 
@@ -290,7 +311,7 @@ def _calibrate(torch, dev, seconds, progress, dtypes, cancel) -> dict:
     timed = _time_layers(torch, dev, budget.share("layers"), clock, cancel)
     gemm_fp32 = peaks["fp32"]
     for cls in ("conv", "linear"):     # no layer outruns the peak: if one did, the GEMM runs were disturbed
-        for network, batch, t in timed[cls]:
+        for network, batch, t in timed[cls][1:]:
             rate = _layer_flops(network, batch) / t
             if rate > peaks["fp32"]:
                 peaks["fp32"] = rate
@@ -322,8 +343,10 @@ def _calibrate(torch, dev, seconds, progress, dtypes, cancel) -> dict:
         inner = f" [{', '.join(f'{n} {e:.3g} ({r:.3g})' for n, (e, r) in v[2].items())}]" if len(v[2]) > 1 else ""
         return f"{cls} {v[0]:.3g} ({v[1]:.3g}){inner}"
 
-    notes.append("efficiency = c / (t − m) per PALEO's sum model (achieved FLOP/s ÷ fp32 peak): "
+    notes.append("efficiency = c / (t − m − overhead) per PALEO's sum model (achieved FLOP/s ÷ fp32 peak): "
                  + ", ".join(detail(k, v) for k, v in eff.items()))
+    notes.append("overhead per layer call (a tiny layer of the class): "
+                 + ", ".join(f"{k} {v[3] * 1e6:.1f} µs" for k, v in eff.items()))
     if skipped:
         notes.append("not measured: " + ", ".join(skipped))
     spec = {
@@ -338,6 +361,7 @@ def _calibrate(torch, dev, seconds, progress, dtypes, cancel) -> dict:
         "note": "; ".join(notes),
         "compute_notes": compute_notes,
         "efficiency": {k: v[0] for k, v in eff.items()},
+        "layer_overhead": {k: v[3] for k, v in eff.items()},
     }
     if capacity:
         spec["memory_capacity"] = capacity
