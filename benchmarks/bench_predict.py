@@ -176,6 +176,8 @@ def main(argv=None) -> dict:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="two small networks at batch 1, short calibration")
     ap.add_argument("--reuse", action="store_true", help=f"evaluate the cached measurements ({CACHE.name})")
+    ap.add_argument("--recalibrate", action="store_true",
+                    help="with --reuse: calibrate again (a changed calibration) and evaluate the cached latencies")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=7)
@@ -191,6 +193,10 @@ def main(argv=None) -> dict:
         return _calibrate_worker(args.threads, args.seconds)
     if args.reuse:
         data = json.loads(CACHE.read_text())
+        if args.recalibrate:
+            data["calibration"] = _run(["--calibrate-worker", "--threads", str(data["threads"]), "--seconds",
+                                        str(args.seconds)])
+            CACHE.write_text(json.dumps(data, indent=1))
     else:
         nets, batches = QUICK if args.quick else (tuple(args.networks or NETWORKS), tuple(args.batches or BATCHES))
         data = measure(nets, batches, args.threads, 1 if args.quick else args.warmup,

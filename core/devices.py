@@ -25,7 +25,7 @@ SCHEMA_VERSION = 1
 PRECISION_KEYS = ("fp64", "fp32", "tf32", "fp16", "bf16", "int8")
 KINDS = ("GPU", "CPU", "TPU", "SoC", "accelerator")
 # Classes of work a calibrated device states its own efficiency for (fraction of the peak it reaches).
-OP_CLASSES = ("conv", "grouped_conv", "linear", "elementwise")
+OP_CLASSES = ("conv", "grouped_conv", "linear", "pool", "elementwise")
 USER_PATH = Path(os.environ.get("CNN_CALC_HOME", "~/.cnn_calc")).expanduser() / "devices.json"
 
 _FLOPS = {"type": "object", "additionalProperties": False,

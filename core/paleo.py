@@ -122,12 +122,21 @@ def _work(compiled: Compiled, fused: bool) -> _Work:
 
 
 def op_class(info: NodeInfo) -> str:
-    """Which calibrated efficiency applies to a node (see devices.OP_CLASSES)."""
+    """Which calibrated efficiency and overhead apply to a node (see devices.OP_CLASSES)."""
     if info.op in ("conv2d", "conv_transpose2d"):
         return "grouped_conv" if info.attrs["groups"] > 1 else "conv"
     if info.rule.category in ("linear", "matmul", "attention"):
         return "linear"
+    if info.rule.category == "pool":
+        return "pool"
     return "elementwise"
+
+
+def _class_figure(figures: dict, cls: str, default: float) -> float:
+    """A device's figure for a class; a calibration made before pooling had its own class gives it elementwise's."""
+    if cls in figures:
+        return figures[cls]
+    return figures.get("elementwise", default) if cls == "pool" else default
 
 
 def _conv_choice(info: NodeInfo, algorithm: str, batch: int) -> tuple[str, int]:
@@ -218,12 +227,12 @@ class Estimate:
         p, n = self.precision, self.report.batch_size
         dev = self.device
         cls = op_class(info) if info is not None and (dev.efficiency or dev.layer_overhead) else None
-        eff = dev.efficiency.get(cls, 1.0) if cls else 1.0
+        eff = _class_figure(dev.efficiency, cls, 1.0) if cls else 1.0
         compute = flops / (self.peak * self.ppp * eff)
         memory = (act * n * p.activation + xbytes * n + weights * p.weight) / (self.bandwidth * self.ppp_memory)
         total = max(compute, memory) if self.variant == "roofline" else compute + memory
         if cls and (flops or memory) and not info.rule.alias:
-            total += dev.layer_overhead.get(cls, 0.0)
+            total += _class_figure(dev.layer_overhead, cls, 0.0)
         return compute, memory, total
 
     def _layer_sum(self, which: str) -> tuple[float, float, float, float, float, float]:

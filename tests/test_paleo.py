@@ -200,8 +200,9 @@ def test_calibrated_efficiency_scales_compute_per_class_of_work():
 
 def test_layer_overhead_is_added_once_per_layer_that_runs():
     """A calibrated device's fixed cost per layer call: mnist_cnn runs 9 layers forward — conv1, conv2 (conv);
-    fc1, fc2 (linear); relu, relu_1, max_pool2d, relu_2, log_softmax (elementwise). dropout1/2 and flatten are views
-    at inference and cost nothing. Overheads 10 / 20 / 1 µs → 2·10 + 2·20 + 5·1 = 65 µs more than without."""
+    fc1, fc2 (linear); max_pool2d (pool: no figure of its own here, so elementwise's); relu, relu_1, relu_2,
+    log_softmax (elementwise). dropout1/2 and flatten are views at inference and cost nothing.
+    Overheads 10 / 20 / 1 µs → 2·10 + 2·20 + (1 + 4)·1 = 65 µs more than without."""
     import dataclasses
 
     base = dataclasses.replace(TOY, efficiency={"conv": 1.0})       # per-layer sums, no change in rate
@@ -212,6 +213,9 @@ def test_layer_overhead_is_added_once_per_layer_that_runs():
     assert plain.totals["forward_overhead_s"] == 0.0
     # compute and memory time are untouched: the overhead is its own term
     assert with_overhead.totals["forward_compute_s"] == plain.totals["forward_compute_s"]
+    # pooling with its own figure: 65 − 1 + 7 = 71 µs
+    own = dataclasses.replace(slow, layer_overhead={**slow.layer_overhead, "pool": 7e-6})
+    assert estimate("mnist_cnn", own).totals["forward_overhead_s"] == pytest.approx(71e-6, rel=1e-9)
 
 
 def test_layer_overhead_out_of_range_is_refused():

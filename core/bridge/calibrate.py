@@ -138,53 +138,52 @@ def _bandwidth(torch, dev, budget: float, clock: Clock, cancel: Any) -> tuple[fl
 
 
 def _class_cases(torch, dev) -> dict:
-    """op class → [(IR network, batch, callable)]: the representative layers, written twice (IR and torch), as
-    ``nn.Module`` calls like a model's layers. The first entry of each class is a tiny layer whose arithmetic and
-    memory traffic take nanoseconds: its time is the class's fixed cost per layer call."""
+    """op class → [(IR network, batch, callable)]: each class's layers, written once and built twice (IR and torch),
+    called as ``nn.Module``s like a model's layers. The first of each class is a tiny layer whose arithmetic and
+    memory traffic take nanoseconds: its time is the class's fixed cost per call. The others are a suite of the
+    shapes common CNNs are made of (ResNet/VGG 3×3 stages, bottleneck 1×1s, stems, small Inception/SqueezeNet
+    branches; MobileNet/EfficientNet depthwise and ResNeXt grouped convs; stem, branch and global pools; classifier
+    heads), so one class figure stands for a network's mix rather than for one favourable layer."""
     from torch import nn
 
     from ..ir import Network, Node
 
-    gpu = dev.type != "cpu"
+    nb = 16 if dev.type != "cpu" else 1
 
-    def net(name, shape, op, **attrs):
-        return Network.make(name, {"x": shape}, [Node.make(name, op, "x", **attrs)])
+    def case(op, shape, module, batch=nb, **attrs):
+        network = Network.make(op, {"x": shape}, [Node.make(op, op, "x", **attrs)])
+        m = module.to(dev).eval()
+        x = torch.randn(batch, *shape, device=dev)
+        return network, batch, lambda: m(x)
 
-    def rand(*shape):
-        return torch.randn(*shape, device=dev)
+    def conv(cin, cout, k, hw, stride=1, groups=1, batch=nb):
+        return case("conv2d", (cin, hw, hw), nn.Conv2d(cin, cout, k, stride, k // 2, groups=groups, bias=False),
+                    batch, out_channels=cout, kernel_size=k, stride=stride, padding=k // 2, groups=groups, bias=False)
 
-    def on(module):
-        return module.to(dev).eval()
+    def pool(kind, c, hw, k, stride, pad=0, ceil=False):
+        module = (nn.MaxPool2d if kind == "max_pool2d" else nn.AvgPool2d)(k, stride, pad, ceil_mode=ceil)
+        return case(kind, (c, hw, hw), module, kernel_size=k, stride=stride, padding=pad, ceil_mode=ceil)
 
-    nb = 16 if gpu else 1
-    lb = 512 if gpu else 64
-    eb = 64 if gpu else 8
-    conv = on(nn.Conv2d(64, 64, 3, padding=1, bias=False))
-    tiny_conv = on(nn.Conv2d(4, 4, 3, padding=1, bias=False))
-    dw = on(nn.Conv2d(128, 128, 3, padding=1, groups=128, bias=False))
-    tiny_dw = on(nn.Conv2d(4, 4, 3, padding=1, groups=4, bias=False))
-    lin, tiny_lin = on(nn.Linear(1024, 1024, bias=False)), on(nn.Linear(4, 4, bias=False))
-    relu, bn, pool = on(nn.ReLU()), on(nn.BatchNorm2d(64)), on(nn.MaxPool2d(2))
-    x_conv, x_dw, x_lin, x_el = rand(nb, 64, 56, 56), rand(nb, 128, 56, 56), rand(lb, 1024), rand(eb, 64, 56, 56)
-    x_tiny, x_tiny_lin = rand(1, 4, 4, 4), rand(1, 4)
-    tiny = (4, 4, 4)
+    def linear(fin, fout, batch):
+        return case("linear", (fin,), nn.Linear(fin, fout, bias=False), batch, out_features=fout, bias=False)
+
     return {
-        "conv": [(net("tiny_conv", tiny, "conv2d", out_channels=4, kernel_size=3, padding=1, bias=False), 1,
-                  lambda: tiny_conv(x_tiny)),
-                 (net("conv", (64, 56, 56), "conv2d", out_channels=64, kernel_size=3, padding=1, bias=False), nb,
-                  lambda: conv(x_conv))],
-        "grouped_conv": [(net("tiny_depthwise", tiny, "conv2d", out_channels=4, kernel_size=3, padding=1,
-                              groups=4, bias=False), 1, lambda: tiny_dw(x_tiny)),
-                         (net("depthwise", (128, 56, 56), "conv2d", out_channels=128, kernel_size=3, padding=1,
-                              groups=128, bias=False), nb, lambda: dw(x_dw))],
-        "linear": [(net("tiny_linear", (4,), "linear", out_features=4, bias=False), 1, lambda: tiny_lin(x_tiny_lin)),
-                   (net("linear", (1024,), "linear", out_features=1024, bias=False), lb, lambda: lin(x_lin))],
-        "elementwise": [
-            (net("tiny_relu", tiny, "relu"), 1, lambda: relu(x_tiny)),
-            (net("relu", (64, 56, 56), "relu"), eb, lambda: relu(x_el)),
-            (net("bn", (64, 56, 56), "batch_norm"), eb, lambda: bn(x_el)),
-            (net("pool", (64, 56, 56), "max_pool2d", kernel_size=2), eb, lambda: pool(x_el)),
-        ],
+        "conv": [conv(4, 4, 3, 4, batch=1),
+                 conv(3, 64, 7, 224, stride=2), conv(64, 64, 3, 56), conv(128, 128, 3, 28), conv(256, 256, 3, 14),
+                 conv(512, 512, 3, 7), conv(256, 64, 1, 56), conv(64, 256, 1, 56), conv(16, 64, 3, 55)],
+        "grouped_conv": [conv(4, 4, 3, 4, groups=4, batch=1),
+                         conv(32, 32, 3, 112, groups=32), conv(144, 144, 3, 56, stride=2, groups=144),
+                         conv(192, 192, 3, 28, groups=192), conv(480, 480, 5, 14, groups=480),
+                         conv(960, 960, 3, 7, groups=960), conv(256, 256, 3, 28, groups=32)],
+        "linear": [linear(4, 4, 1), linear(1024, 1024, 64 * nb), linear(2048, 1000, nb), linear(4096, 4096, nb)],
+        "pool": [pool("max_pool2d", 4, 4, 2, 2),
+                 pool("max_pool2d", 64, 112, 3, 2, 1), pool("max_pool2d", 192, 28, 3, 1, 1),
+                 pool("max_pool2d", 96, 109, 3, 2, ceil=True), pool("avg_pool2d", 288, 35, 3, 1, 1),
+                 pool("max_pool2d", 128, 112, 2, 2),
+                 case("adaptive_avg_pool2d", (2048, 7, 7), nn.AdaptiveAvgPool2d(1), output_size=1)],
+        "elementwise": [case("relu", (4, 4, 4), nn.ReLU(), 1),
+                        case("relu", (64, 112, 112), nn.ReLU()), case("batch_norm", (128, 56, 56), nn.BatchNorm2d(128)),
+                        case("silu", (144, 56, 56), nn.SiLU()), case("hardswish", (72, 56, 56), nn.Hardswish())],
     }
 
 
@@ -203,10 +202,9 @@ def _time_layers(torch, dev, budget: float, clock: Clock, cancel: Any) -> dict:
 
 def _efficiencies(timed: dict, peak: float, bandwidth: float) -> dict:
     """op class → (efficiency, achieved FLOP/s ÷ peak, {layer: (efficiency, achieved ÷ peak)}, overhead s); see the
-    module docstring. The first (tiny) layer of a class gives its overhead; the others, the efficiency, the median
-    of theirs when there are several."""
-    import statistics
-
+    module docstring. The first (tiny) layer of a class gives its overhead; the suite after it, the efficiency: the
+    suite's compute time over its measured time less memory and overhead (Σc ÷ Σ(t − m − overhead)), i.e. what a
+    network made of those layers reaches."""
     from ..devices import Device
     from ..graph import compile_network
     from ..paleo import Estimate
@@ -217,15 +215,16 @@ def _efficiencies(timed: dict, peak: float, bandwidth: float) -> dict:
     out = {}
     for cls, (tiny, *layers) in timed.items():
         overhead = tiny[2]
-        per = {}
-        for network, batch, t in layers:
+        per, sums = {}, [0.0, 0.0, 0.0, 0.0]          # compute, time left for compute, FLOPs, time
+        for k, (network, batch, t) in enumerate(layers):
             tot = Estimate(Report(compile_network(network), batch, "fp32"), probe).totals
             c, m = tot["forward_compute_s"], tot["forward_memory_s"]
-            left = t - m - overhead
-            eff = c / left if left > 0 else 1.0
-            per[network.name] = (min(max(eff, 1e-4), 1.0), tot["forward_flops"] / t / peak)
-        out[cls] = (statistics.median(v[0] for v in per.values()), statistics.median(v[1] for v in per.values()),
-                    per, overhead)
+            left = max(t - m - overhead, 0.0)
+            per[f"{network.name}{k}"] = (min(max(c / left, 1e-4), 1.0) if left else 1.0,
+                                         tot["forward_flops"] / t / peak)
+            sums = [sums[0] + c, sums[1] + left, sums[2] + tot["forward_flops"], sums[3] + t]
+        eff = min(max(sums[0] / sums[1], 1e-4), 1.0) if sums[1] else 1.0
+        out[cls] = (eff, sums[2] / sums[3] / peak, per, overhead)
     return out
 
 
