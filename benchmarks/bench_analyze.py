@@ -35,12 +35,10 @@ def median_ms(fn, repeat: int) -> float:
     return statistics.median(times)
 
 
-def main(argv=None) -> list[dict]:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true", help="few repeats and a small network (smoke test)")
-    args = ap.parse_args(argv)
-    name = "resnet18" if args.quick else "resnet152"
-    repeat = 3 if args.quick else 50
+def measure(quick: bool = False) -> dict:
+    """{"rows": one dict per batch size, "cli_s": wall time of ``python -m core analyze vgg16``}."""
+    name = "resnet18" if quick else "resnet152"
+    repeat = 3 if quick else 50
     rows = []
     net = core.load_network(name)
     for batch in (1, 1024):
@@ -62,7 +60,7 @@ def main(argv=None) -> list[dict]:
         import torchvision
         model = torchvision.models.get_model(name, weights=None).eval()
         for r, batch in zip(rows, (1, 1024)):
-            if args.quick:
+            if quick:
                 batch = 1
             elif batch > 64:
                 # torchinfo runs a real forward pass: at batch 1024 that is minutes on 2 cores; time batch 64 and
@@ -70,7 +68,7 @@ def main(argv=None) -> list[dict]:
                 batch = 64
             x_shape = (batch, 3, 224, 224)
             with torch.no_grad():
-                ti = median_ms(lambda: torchinfo.summary(model, input_size=x_shape, verbose=0), 1 if args.quick else 3)
+                ti = median_ms(lambda: torchinfo.summary(model, input_size=x_shape, verbose=0), 1 if quick else 3)
             r["torchinfo_ms"] = ti
             r["torchinfo_batch"] = batch
     except ImportError as e:          # the benchmark still reports core's numbers without torch
@@ -80,15 +78,31 @@ def main(argv=None) -> list[dict]:
     subprocess.run([sys.executable, "-m", "core", "analyze", "vgg16"], cwd=ROOT, check=True, capture_output=True)
     cli_s = time.perf_counter() - t
 
-    print("| analysis | warm median (ms) | warm + all rows (ms) | cold compile (ms) | torchinfo.summary (ms) | ratio |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for r in rows:
+    return {"rows": rows, "cli_s": cli_s}
+
+
+def markdown(results: dict) -> str:
+    lines = ["## core.analyze at batch 1 and 1024 against torchinfo.summary", "",
+             "| analysis | warm median (ms) | warm + all rows (ms) | cold compile (ms) | torchinfo.summary (ms) "
+             "| ratio |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for r in results["rows"]:
         ti = r.get("torchinfo_ms")
         ratio = f"{ti / r['rows_ms']:,.0f}×" if ti else "—"
         tis = f"{ti:,.0f} (batch {r['torchinfo_batch']})" if ti else "—"
-        print(f"| {r['what']} | {r['warm_ms']:.3f} | {r['rows_ms']:.3f} | {r['cold_ms']:.2f} | {tis} | {ratio} |")
-    print(f"\n`python -m core analyze vgg16`: {cli_s:.2f} s wall (fresh process)")
-    return rows
+        lines.append(f"| {r['what']} | {r['warm_ms']:.3f} | {r['rows_ms']:.3f} | {r['cold_ms']:.2f} | {tis} "
+                     f"| {ratio} |")
+    lines.append(f"\n`python -m core analyze vgg16`: {results['cli_s']:.2f} s wall (fresh process)")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> list[dict]:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="few repeats and a small network (smoke test)")
+    args = ap.parse_args(argv)
+    results = measure(args.quick)
+    print(markdown(results))
+    return results["rows"]
 
 
 if __name__ == "__main__":

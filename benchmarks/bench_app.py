@@ -41,19 +41,28 @@ def cold_start() -> float:
     return float(out.stdout.strip().splitlines()[-1])
 
 
+def measure(quick: bool = False) -> dict:
+    sys.path.insert(0, str(ROOT))
+    model, repeats = ("mnist_cnn", 2) if quick else ("resnet152", 7)
+    results = {p: page_times(p, model, repeats) for p in PAGES if p not in SKIP}
+    return {"pages": results, "cold_s": cold_start(), "model": model}
+
+
+def markdown(out: dict) -> str:
+    lines = ["## App responsiveness", "", f"| page ({out['model']}, batch change) | median script time (ms) |",
+             "|---|---:|"]
+    lines += [f"| {p} | {ms:.0f} |" for p, ms in out["pages"].items()]
+    lines.append(f"\ncold start of the first page in a fresh process (imports + first run): {out['cold_s']:.2f} s")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="mnist_cnn, 2 repeats (smoke test)")
     args = ap.parse_args(argv)
-    sys.path.insert(0, str(ROOT))
-    model, repeats = ("mnist_cnn", 2) if args.quick else ("resnet152", 7)
-    results = {p: page_times(p, model, repeats) for p in PAGES if p not in SKIP}
-    print(f"| page ({model}, batch change) | median script time (ms) |\n|---|---:|")
-    for p, ms in results.items():
-        print(f"| {p} | {ms:.0f} |")
-    cold = cold_start()
-    print(f"\ncold start of the first page in a fresh process (imports + first run): {cold:.2f} s")
-    return {"pages": results, "cold_s": cold}
+    out = measure(args.quick)
+    print(markdown(out))
+    return out
 
 
 if __name__ == "__main__":

@@ -31,23 +31,33 @@ def sweep(model: str, devices) -> int:
     return n
 
 
-def main(argv=None) -> dict:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true", help="a small network and few repeats (smoke test)")
-    args = ap.parse_args(argv)
-    model = "resnet18" if args.quick else "resnet152"
+def measure(quick: bool = False) -> dict:
+    model = "resnet18" if quick else "resnet152"
     devices = list(load_devices().devices.values())
     core.analyze(model)                          # compile once; the sweep is what is timed
     sweep(model, devices)
     times = []
-    for _ in range(3 if args.quick else 20):
+    for _ in range(3 if quick else 20):
         t = time.perf_counter()
         count = sweep(model, devices)
         times.append((time.perf_counter() - t) * 1e3)
-    med = statistics.median(times)
-    print(f"{model}: {count} estimates ({len(devices)} devices × {len(BATCHES)} batch sizes) "
-          f"in {med:.2f} ms median ({med / count * 1e3:.1f} µs each)")
-    return {"estimates": count, "median_ms": med}
+    return {"estimates": count, "median_ms": statistics.median(times), "model": model, "devices": len(devices)}
+
+
+def markdown(out: dict) -> str:
+    med, count = out["median_ms"], out["estimates"]
+    return ("## PALEO estimates\n\n"
+            f"{out['model']}: {count} estimates ({out['devices']} devices × {len(BATCHES)} batch sizes) "
+            f"in {med:.2f} ms median ({med / count * 1e3:.1f} µs each)\n")
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="a small network and few repeats (smoke test)")
+    args = ap.parse_args(argv)
+    out = measure(args.quick)
+    print(markdown(out))
+    return out
 
 
 if __name__ == "__main__":

@@ -3,6 +3,8 @@
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 import bench_analyze  # noqa: E402
@@ -27,3 +29,67 @@ def test_bench_app_quick():
     out = bench_app.main(["--quick"])
     assert "pages/0_Layers.py" in out["pages"] and all(ms > 0 for ms in out["pages"].values())
     assert out["cold_s"] > 0
+
+
+def test_bench_tools_quick(capsys):
+    import bench_tools
+    out = bench_tools.main(["--quick"])
+    rows = out["rows"]
+    assert [(r["model"], r["batch"]) for r in rows] == [("mobilenet_v3_small", 1), ("mobilenet_v3_small", 2)]
+    for r in rows:
+        assert all(r[k] > 0 for k in ("warm_ms", "rows_ms", "cold_ms", "cold_load_ms"))
+        assert set(r["tools"]) == set(bench_tools.TOOLS)
+        for tool, res in r["tools"].items():
+            # every tool either has a timing or says why not; on a model this small all of them run
+            assert "median_ms" in res, (tool, res)
+            assert res["median_ms"] > 0 and res["n"] >= 1 and res["macs"] > 0
+            assert res["ratio_warm"] > 0 and res["ratio_rows"] > 0 and res["ratio_cold"] > 0
+    text = capsys.readouterr().out
+    assert text == bench_tools.markdown(out) + "\n"
+    assert "| model | batch | core warm |" in text and "Targets:" in text
+
+
+def test_bench_counting_quick(capsys):
+    import math
+
+    import bench_counting
+    out = bench_counting.main(["--quick"])
+    rows = out["rows"]
+    assert [r["model"] for r in rows] == list(bench_counting.QUICK_MODELS)
+    for r in rows:
+        assert r["published_params"] > 0 and r["published_gmacs"] > 0 and r["crop"] > 0
+        assert set(r["tools"]) == set(bench_counting.TOOLS)
+        c = r["tools"]["core"]
+        assert c["params"] > 0 and c["macs"] > 0
+        for tool, res in r["tools"].items():
+            if "error" in res:                      # a tool may fail on a model: then it says why
+                assert res["error"]
+                continue
+            assert res["macs"] > 0 and math.isfinite(res["macs_err"])
+            if tool not in bench_counting.MAC_ONLY_TOOLS:
+                assert res["params"] > 0 and math.isfinite(res["params_err"])
+    s = out["summary"][("core", "macs")]
+    assert s["compared"] == len(rows) and math.isfinite(s["median_abs_err"]) and math.isfinite(s["max_abs_err"])
+    text = capsys.readouterr().out
+    assert "### Summary" in text and "### Parameters" in text and "### Multiply-adds" in text
+    assert all(f"| {m} |" in text for m in bench_counting.QUICK_MODELS)
+
+
+def test_bench_counting_rejects_an_unknown_model():
+    import bench_counting
+    with pytest.raises(SystemExit, match="not_a_net"):
+        bench_counting.main(["--models", "not_a_net"])
+
+
+def test_run_all_writes_sections_and_keeps_others(tmp_path):
+    import run_all
+    out = tmp_path / "benchmarks.md"
+    run_all.main(["--quick", "--only", "estimate", "--out", str(out)])
+    first = out.read_text()
+    assert first.startswith("# Benchmarks") and "| CPU |" in first and "| torch / torchvision |" in first
+    assert "<!-- bench:estimate -->" in first and "## PALEO estimates" in first
+    # another benchmark alone: the estimate section is kept from the file
+    run_all.main(["--quick", "--only", "counting", "--out", str(out)])
+    second = out.read_text()
+    assert second.index("<!-- bench:counting -->") < second.index("<!-- bench:estimate -->")
+    assert first[first.index("<!-- bench:estimate -->"):] in second
