@@ -86,7 +86,7 @@ def machine() -> dict:
             "torch": md.version("torch"), "date": dt.date.today().isoformat()}
 
 
-def measure(networks, batches, threads: int, warmup: int, repeats: int, seconds: float, progress=print) -> dict:
+def measure_all(networks, batches, threads: int, warmup: int, repeats: int, seconds: float, progress=print) -> dict:
     progress(f"calibrating ({seconds:g} s, {threads} thread(s))")
     spec = _run(["--calibrate-worker", "--threads", str(threads), "--seconds", str(seconds)])
     rows = []
@@ -139,6 +139,23 @@ def evaluate(data: dict, **estimate_kw) -> dict:
     return {"rows": rows, "summary": summary, "baseline_ppp": ppp, "device": dev}
 
 
+def progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def measure(quick: bool = False, progress=progress, reuse: bool = False) -> dict:
+    """What ``run_all.py`` calls: calibrate and measure (or, with ``reuse``, the cached measurements), evaluate."""
+    if reuse:
+        data = json.loads(CACHE.read_text())
+    elif quick:
+        data = measure_all(*QUICK, threads=1, warmup=1, repeats=2, seconds=3.0, progress=progress)
+    else:
+        data = measure_all(NETWORKS, BATCHES, threads=1, warmup=2, repeats=7, seconds=60.0, progress=progress)
+        CACHE.parent.mkdir(exist_ok=True)
+        CACHE.write_text(json.dumps(data, indent=1))
+    return {"data": data, "eval": evaluate(data)}
+
+
 def markdown(results: dict) -> str:
     data, ev = results["data"], results["eval"]
     s, dev = ev["summary"], ev["device"]
@@ -181,7 +198,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=7)
-    ap.add_argument("--seconds", type=float, default=40.0, help="calibration budget")
+    ap.add_argument("--seconds", type=float, default=60.0, help="calibration budget")
     ap.add_argument("--networks", nargs="*")
     ap.add_argument("--batches", nargs="*", type=int)
     ap.add_argument("--worker")
@@ -199,7 +216,7 @@ def main(argv=None) -> dict:
             CACHE.write_text(json.dumps(data, indent=1))
     else:
         nets, batches = QUICK if args.quick else (tuple(args.networks or NETWORKS), tuple(args.batches or BATCHES))
-        data = measure(nets, batches, args.threads, 1 if args.quick else args.warmup,
+        data = measure_all(nets, batches, args.threads, 1 if args.quick else args.warmup,
                        2 if args.quick else args.repeats, 3.0 if args.quick else args.seconds,
                        progress=lambda msg: print(msg, file=sys.stderr, flush=True))
         if not args.quick:

@@ -601,8 +601,14 @@ def _adaptive_factory(kind: str, torch: str, is_max: bool) -> OpRule:
         return [FormulaLine("FLOPs", f"N·C·{how}", f"{batch}·{c}·{reads}" + (f" − {batch}·{numel(ctx.out)}" if is_max else ""),
                             batch * val)]
 
-    return OpRule(kind, "pool", (Attr("output_size", "opt_pair"),), _adaptive_shape, cost, formula,
-                  saves=(lambda ctx: Saves(inputs=(0,), extra_bytes=8 * numel(ctx.out))) if is_max else (lambda ctx: Saves()),
+    def saves(ctx: Ctx) -> Saves:
+        if is_max:                       # the input and the int64 argmax indices
+            return Saves(inputs=(0,), extra_bytes=8 * numel(ctx.out))
+        # PyTorch computes a 1×1 output as a mean, which keeps only sizes; any other output keeps its input
+        # (AdaptiveAvgPool2DBackward0 saves self: VGG's 7×7 and AlexNet's 6×6 heads)
+        return Saves() if tuple(ctx.out[1:]) == (1, 1) else Saves(inputs=(0,))
+
+    return OpRule(kind, "pool", (Attr("output_size", "opt_pair"),), _adaptive_shape, cost, formula, saves=saves,
                   channel="pass", torch=torch)
 
 

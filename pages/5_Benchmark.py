@@ -209,8 +209,9 @@ if saved:
 
 # == calibration ==================================================================================================
 st.subheader("Calibrate this machine")
-st.caption("Measures the CPU's GEMM peak per precision, memory bandwidth and per-class efficiencies, and saves them "
-           "as the device 'local' (in your device file); choose it in the sidebar to estimate for this machine.")
+st.caption("Measures the CPU's GEMM peak per precision, memory bandwidth, and per class of work an efficiency and a "
+           "fixed cost per layer call; saves them as the device 'local' (in your device file): choose it in the "
+           "sidebar to estimate for this machine.")
 c1, c2, c3 = st.columns([4, 1, 1])
 cal_seconds = c1.slider("Calibration budget (seconds)", 3, 30, 10, key="bench_cal_seconds")
 cal_start = c2.button("Calibrate this machine", key="bench_calibrate", type="primary")

@@ -234,3 +234,17 @@ def test_activation_memory_scales_linearly_with_batch(batch, which, dtype):
 def test_residual_peak_by_hand_at_batch(batch):
     assert analyze(residual_net(), batch_size=batch).totals["activation_bytes"] == 640 * batch   # 160 × 4 × N
     assert analyze(chain_net(), batch_size=batch).totals["saved_activation_bytes"] == 320 * batch  # 80 × 4 × N
+
+
+def test_adaptive_average_pool_saves_its_input_unless_the_output_is_one_pixel():
+    """PyTorch's AdaptiveAvgPool2DBackward0 keeps its input; a 1×1 output is computed as a mean, which keeps only
+    sizes. A 1×1 conv in front carries the gradient (without parameters nothing would be saved at all)."""
+    def net(out):
+        return Network.make("head", {"x": (512, 7, 7)}, [
+            Node.make("conv", "conv2d", "x", out_channels=512, kernel_size=1),
+            Node.make("pool", "adaptive_avg_pool2d", "conv", output_size=out)])
+    # the conv keeps its input for its weight gradient: 512·7·7·4 = 100,352 B per sample;
+    # a 7×7 pool (VGG's head) also keeps its input, the conv's output: another 100,352 B → 200,704
+    assert analyze(net(7)).totals["saved_activation_bytes"] == 200_704
+    assert analyze(net(1)).totals["saved_activation_bytes"] == 100_352      # ResNet's 1×1 head keeps nothing
+    assert analyze(net(7), batch_size=4).totals["saved_activation_bytes"] == 4 * 200_704

@@ -17,17 +17,18 @@ What is measured (every figure is the best run: on a shared machine the fastest 
   a model's layers: its arithmetic takes nanoseconds, so what is measured is the fixed cost of a call — Python and
   dispatch, allocation, the library's setup (Hockney's n½ in time form). ``core.paleo`` adds it to every layer that
   runs; it is what makes small networks at batch 1 slower than their FLOPs say;
-* ``efficiency`` per class of work, timing one representative fp32 layer each (also as modules):
-  conv (3×3, 64→64 channels, 56×56), grouped_conv (depthwise 3×3, 128 channels, 56×56), linear (1024→1024, batch 64)
-  and elementwise (ReLU, BatchNorm in eval mode and 2×2 max pooling, each on 8×64×56×56). The engine itself
-  counts each layer's FLOPs and bytes and splits PALEO's forward time, at the measured fp32 peak and bandwidth, into
-  compute ``c`` and memory ``m``; the efficiency is the factor that makes PALEO's sum (``c / efficiency + m +
-  overhead``) reproduce the measured time ``t``: ``efficiency = c / (t − m − overhead)``, clamped to [0.0001, 1]
-  (1 when ``t ≤ m + overhead``). For conv and linear ``m`` is small and this is close to achieved FLOP/s ÷ fp32 GEMM
-  peak; for the memory-bound elementwise class it is the compute share left once the memory term at the measured
-  bandwidth is paid, which is how ``core.paleo`` applies it. The elementwise class takes the median of its three
-  layers' efficiencies, so one slow kernel (CPU max pooling in NCHW is one) does not set the figure for the ReLUs and
-  BatchNorms that dominate real networks. Every layer's efficiency and raw achieved FLOP/s ÷ peak are in the note.
+* ``efficiency`` per class of work, timing a suite of common fp32 layer shapes per class (also as modules), each at
+  batch 1 and 8 (16 and 128 on a GPU) because a CPU's caches hold one image's tensors but not a batch's:
+  conv (7×7/2 stem, 3×3 at 64@56 … 512@7, bottleneck 1×1s, a small SqueezeNet-like 16→64), grouped_conv (MobileNet
+  and EfficientNet depthwise 3×3 and 5×5, a ResNeXt 32-group conv), linear (1024→1024 × 64, classifier heads
+  2048→1000 and 4096→4096), pool (ResNet/SqueezeNet/VGG stem pools, GoogLeNet/Inception stride-1 branch pools, a
+  global average pool) and elementwise (ReLU, BatchNorm in eval mode, SiLU, Hardswish). The engine itself counts
+  each layer's FLOPs and bytes and splits PALEO's forward time, at the measured fp32 peak and bandwidth, into
+  compute ``c`` and memory ``m``; a class's efficiency is the factor that makes PALEO's sum (``c / efficiency + m +
+  overhead``) reproduce the suite's measured time ``t``: ``Σc / Σ(t − m − overhead)``, clamped to [0.0001, 1]. For
+  conv and linear ``m`` is small and this is close to achieved FLOP/s ÷ fp32 GEMM peak; for the memory-bound classes
+  it is the compute share left once the memory term at the measured bandwidth is paid, which is how ``core.paleo``
+  applies it. Every layer's efficiency and raw achieved FLOP/s ÷ peak are in the note.
 
 The budget is split among the stages (GEMM 45 %, bandwidth 20 %, layers 35 %), each stage taking its share of the
 time still left, so setup costs are absorbed and the whole run stays within ``seconds`` plus one benchmark run.
@@ -138,8 +139,8 @@ def _bandwidth(torch, dev, budget: float, clock: Clock, cancel: Any) -> tuple[fl
 
 
 def _class_cases(torch, dev) -> dict:
-    """op class → [(IR network, batch, callable)]: each class's layers, written once and built twice (IR and torch),
-    called as ``nn.Module``s like a model's layers. The first of each class is a tiny layer whose arithmetic and
+    """op class → [(IR network, batch, module)]: each class's layers, written once and built twice (IR and torch
+    ``nn.Module``, called like a model's layers). The first of each class is a tiny layer whose arithmetic and
     memory traffic take nanoseconds: its time is the class's fixed cost per call. The others are a suite of the
     shapes common CNNs are made of (ResNet/VGG 3×3 stages, bottleneck 1×1s, stems, small Inception/SqueezeNet
     branches; MobileNet/EfficientNet depthwise and ResNeXt grouped convs; stem, branch and global pools; classifier
@@ -151,10 +152,7 @@ def _class_cases(torch, dev) -> dict:
     nb = 16 if dev.type != "cpu" else 1
 
     def case(op, shape, module, batch=nb, **attrs):
-        network = Network.make(op, {"x": shape}, [Node.make(op, op, "x", **attrs)])
-        m = module.to(dev).eval()
-        x = torch.randn(batch, *shape, device=dev)
-        return network, batch, lambda: m(x)
+        return Network.make(op, {"x": shape}, [Node.make(op, op, "x", **attrs)]), batch, module.to(dev).eval()
 
     def conv(cin, cout, k, hw, stride=1, groups=1, batch=nb):
         return case("conv2d", (cin, hw, hw), nn.Conv2d(cin, cout, k, stride, k // 2, groups=groups, bias=False),
@@ -167,7 +165,12 @@ def _class_cases(torch, dev) -> dict:
     def linear(fin, fout, batch):
         return case("linear", (fin,), nn.Linear(fin, fout, bias=False), batch, out_features=fout, bias=False)
 
-    return {
+    def both(cases):
+        """The suite at batch ``nb`` and again at 8 × ``nb``: a CPU's caches hold one image's tensors but not a
+        batch's, and a network is run at either."""
+        return cases[:1] + [c for net, b, m in cases[1:] for c in ((net, b, m), (net, 8 * b, m))]
+
+    return {k: both(v) for k, v in {
         "conv": [conv(4, 4, 3, 4, batch=1),
                  conv(3, 64, 7, 224, stride=2), conv(64, 64, 3, 56), conv(128, 128, 3, 28), conv(256, 256, 3, 14),
                  conv(512, 512, 3, 7), conv(256, 64, 1, 56), conv(64, 256, 1, 56), conv(16, 64, 3, 55)],
@@ -184,7 +187,7 @@ def _class_cases(torch, dev) -> dict:
         "elementwise": [case("relu", (4, 4, 4), nn.ReLU(), 1),
                         case("relu", (64, 112, 112), nn.ReLU()), case("batch_norm", (128, 56, 56), nn.BatchNorm2d(128)),
                         case("silu", (144, 56, 56), nn.SiLU()), case("hardswish", (72, 56, 56), nn.Hardswish())],
-    }
+    }.items()}
 
 
 def _time_layers(torch, dev, budget: float, clock: Clock, cancel: Any) -> dict:
@@ -195,8 +198,11 @@ def _time_layers(torch, dev, budget: float, clock: Clock, cancel: Any) -> dict:
     with torch.no_grad():
         for k, (cls, layers) in enumerate(cases.items()):
             share = max(end - time.perf_counter(), 0.0) / (len(cases) - k)
-            out[cls] = [(network, batch, _bench(fn, clock, share / len(layers), cancel))
-                        for network, batch, fn in layers]
+            out[cls] = []
+            for network, batch, module in layers:
+                x = torch.randn(batch, *network.inputs[0][1], device=dev)
+                out[cls].append((network, batch, _bench(lambda: module(x), clock, share / len(layers), cancel)))
+                del x
     return out
 
 
