@@ -16,13 +16,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [*sorted(str(p.relative_to(ROOT)) for p in (ROOT / "pages").glob("*.py"))]
 SKIP = {"pages/5_Benchmark.py"}      # live timing is not a page to re-render on every change
+# pages whose parts run only when open (lazy tabs, a lab selector): (session key, values) — each is timed open
+VIEWS = {"pages/2_Estimates.py": ("estimates_tab", ["Breakdown", "Batch size", "Other devices",
+                                                    "Convolution algorithm", "Data parallel"]),
+         "pages/7_Course_labs.py": ("lab", [1, 2, 3, 4, 5])}
 
 
-def page_times(page: str, model: str, repeats: int) -> float:
+def page_times(page: str, model: str, repeats: int, view: tuple | None = None) -> float:
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(ROOT / page), default_timeout=120).run()
     at.selectbox(key="model").set_value(model).run()
+    if view:
+        at.session_state[view[0]] = view[1]
+        at.run()
     times = []
     for i in range(repeats):
         at.number_input(key="batch_size").set_value(2 + i % 2).run()
@@ -44,7 +51,16 @@ def cold_start() -> float:
 def measure(quick: bool = False) -> dict:
     sys.path.insert(0, str(ROOT))
     model, repeats = ("mnist_cnn", 2) if quick else ("resnet152", 7)
-    results = {p: page_times(p, model, repeats) for p in PAGES if p not in SKIP}
+    results = {}
+    for p in PAGES:
+        if p in SKIP:
+            continue
+        if p in VIEWS:
+            key, values = VIEWS[p]
+            for v in values[:1] if quick else values:
+                results[f"{p} [{key} = {v}]"] = page_times(p, model, repeats, (key, v))
+        else:
+            results[p] = page_times(p, model, repeats)
     return {"pages": results, "cold_s": cold_start(), "model": model}
 
 

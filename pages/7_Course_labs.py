@@ -107,6 +107,16 @@ def lab1() -> None:
 
 # == lab 2 ==========================================================================================================
 
+@st.cache_data(max_entries=16, show_spinner=False)
+def _lab2_tables(cpu, gpu, batch: int, shape):
+    """Lab 2's numbers for ten networks (about 0.1 s to build): kept per device pair, batch and input, so a control
+    elsewhere on the page does not rebuild them."""
+    table = labs.network_table(labs.SURVEY_NETWORKS, cpu, gpu, batch, shape)
+    one = table if batch == 1 else labs.network_table(labs.SURVEY_NETWORKS, cpu, gpu, 1, shape)
+    return (table, labs.network_points(labs.SURVEY_NETWORKS, [cpu, gpu], batch, input_shape=shape), one,
+            labs.throughput_table(labs.SURVEY_NETWORKS, [cpu, gpu], input_shape=shape))
+
+
 def lab2() -> None:
     question("Where do eleven devices from 1999 to 2021 sit on one roofline, where do ten torchvision networks fall "
              "on a CPU's and a GPU's roofline, and does latency follow FLOPs or parameters?")
@@ -136,11 +146,10 @@ def lab2() -> None:
                    help="torchvision's EfficientNet-B7 expects 600×600, Inception v3 299×299") != "3×224×224"
     shape = None if own else "3x224x224"
     cpu, gpu = db.devices[cpu_id], db.devices[gpu_id]
-    table = labs.network_table(labs.SURVEY_NETWORKS, cpu, gpu, batch, shape)
+    table, points, one, tp = _lab2_tables(cpu, gpu, batch, shape)
     st.dataframe(table, hide_index=True, width="stretch", key="lab2_networks",
                  column_config={c: st.column_config.NumberColumn(format="%.2f") for c in table.columns
                                 if c not in ("network", "input", "CPU bound", "GPU bound")})
-    points = labs.network_points(labs.SURVEY_NETWORKS, [cpu, gpu], batch, input_shape=shape)
     measured = st.session_state.get(bm.ACROSS_ROWS) or []
     mpoints = labs.measured_points(measured)
     chart_points = pd.concat([points, mpoints], ignore_index=True) if not mpoints.empty else points
@@ -157,7 +166,6 @@ def lab2() -> None:
         "networks right. Memory in the table is inference memory: weights + the peak of live activations.")
 
     st.subheader("Latency vs FLOPs and parameters (predicted, batch 1)")
-    one = table if batch == 1 else labs.network_table(labs.SURVEY_NETWORKS, cpu, gpu, 1, shape)
     for col, (dev, column) in zip(st.columns(2), ((cpu, "CPU ms"), (gpu, "GPU ms"))):
         df = labs.latency_frame(one, column)
         rho = labs.rank_correlations(df)
@@ -168,7 +176,6 @@ def lab2() -> None:
     st.caption("Predicted by PALEO, so latency follows FLOPs by construction; measured latency (below) is the test.")
 
     st.subheader("Throughput vs batch (predicted)")
-    tp = labs.throughput_table(labs.SURVEY_NETWORKS, [cpu, gpu], input_shape=shape)
     show(labs.throughput_chart(tp), "lab2_throughput", f"throughput_{cpu.id}_{gpu.id}")
 
     st.subheader("Forward : backward")

@@ -196,3 +196,33 @@ def test_chart_downloads_render_svg_and_png():
     svg = _render(chart, "svg")
     assert svg.lstrip().startswith("<svg") and "forward ms" in svg        # the legend names the series
     assert _render(chart, "png")[:8] == b"\x89PNG\r\n\x1a\n"                  # the PNG signature
+
+
+def test_every_chart_helper_builds_a_valid_vega_lite_spec():
+    """Pages draw charts without altair's schema validation (it re-validates every data row on each render); the
+    specs are validated here instead, from real analyses."""
+    import pandas as pd
+
+    from core.devices import load_devices
+    from core.paleo import estimate
+    from ui import benchmark as bm
+    from ui import labs
+    from ui.charts import bars_chart, layer_points, lines_chart, memory_chart, roofline_chart, roofline_frame
+
+    db = load_devices(user_path=None)
+    dev = db.devices["v100-sxm2"]
+    est = estimate("resnet18", dev)
+    frame = pd.DataFrame({"batch": [1, 2, 4], "a": [1.0, 2.0, 4.0], "b": [0.5, 1.0, 2.0]})
+    across = pd.DataFrame({"network": ["x", "y"], "input": ["3×64×64"] * 2, "latency ms": [1.0, 2.0],
+                           "GFLOPs": [0.5, 1.0], "M params": [1.0, 3.0]})
+    charts = [roofline_chart(roofline_frame([dev], "fp32"), layer_points(est),
+                             {"intensity": 10.0, "flops": 1e12, "label": "net"}),
+              memory_chart(frame.rename(columns={"a": "training GiB", "b": "inference GiB"}), 16.0),
+              lines_chart(frame, "batch", ["a", "b"], "ms", log_y=True),
+              bars_chart(frame.assign(name=["p", "q", "r"]), "name", "a", log=True),
+              bm.scatter(across, "GFLOPs", "forward GFLOPs"),
+              labs.throughput_chart(labs.throughput_table(["mnist_cnn"], [dev]))]
+    for chart in charts:
+        spec = chart.to_dict()                         # raises on any schema violation
+        assert spec["$schema"].startswith("https://vega.github.io/schema/vega-lite/")
+        assert "datasets" in spec and all(spec["datasets"].values())       # the data went in with the chart

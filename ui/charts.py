@@ -78,7 +78,9 @@ def show(chart: alt.Chart, key: str, file_name: str, container=None) -> None:
     Build charts from channel objects (``alt.X("a:Q")``, ``alt.Tooltip("b:N")``), not shorthand strings: altair
     resolves each string against the Vega-Lite schema, several ms apiece, which the page pays on every change."""
     box = container if container is not None else st
-    box.altair_chart(chart, width="stretch", key=key)
+    # altair validates a spec against the Vega-Lite schema, data rows included, on every render (tens of ms for a
+    # roofline's 500 points); the helpers' specs are validated once in the tests instead (test_app)
+    box.vega_lite_chart(chart.to_dict(validate=False), width="stretch", key=key)
     a, b, _ = box.columns([1, 1, 6])
     a.download_button("SVG", lambda: _render(chart, "svg"), f"{file_name}.svg", "image/svg+xml", key=f"{key}_svg",
                       type="tertiary", icon=":material/download:", on_click="ignore")
