@@ -120,21 +120,6 @@ def _lab2_tables(cpu, gpu, batch: int, shape):
 def lab2() -> None:
     question("Where do eleven devices from 1999 to 2021 sit on one roofline, where do ten torchvision networks fall "
              "on a CPU's and a GPU's roofline, and does latency follow FLOPs or parameters?")
-    st.subheader("Eleven devices on one roofline")
-    precisions = [FASTEST, *PRECISION_KEYS]
-    prec = st.selectbox("Precision", precisions, key="lab2_precision",
-                        format_func=lambda p: "fastest each has" if p == FASTEST else p)
-    roofs, _, ridges, left_out = overlay(db, SURVEY, prec)
-    if left_out:
-        st.info(f"Left out (no {prec} peak): " + "; ".join(d.name for d, _ in left_out))
-    if not roofs.empty:
-        show(roofline_chart(roofs, pd.DataFrame()), "lab2_survey_chart", f"survey_roofline_{prec}")
-        st.dataframe(ridges, hide_index=True, width="stretch", key="lab2_ridges",
-                     column_config={"year": st.column_config.NumberColumn(format="%d")})
-    st.caption("The GeForce 256's 50 GFLOP/s is the survey's figure, not a vendor's: its fixed-function pipeline had "
-               "no programmable FLOPs.")
-
-    st.subheader("Ten networks on a CPU and a GPU")
     cpus, gpus = labs.devices_of_kind(db, "CPU"), labs.devices_of_kind(db, "GPU")
     c1, c2, c3, c4 = st.columns(4)
     cpu_id = c1.selectbox("CPU", cpus, index=preferred(cpus, "core-i7-920"), key="lab2_cpu",
@@ -147,77 +132,114 @@ def lab2() -> None:
     shape = None if own else "3x224x224"
     cpu, gpu = db.devices[cpu_id], db.devices[gpu_id]
     table, points, one, tp = _lab2_tables(cpu, gpu, batch, shape)
-    st.dataframe(table, hide_index=True, width="stretch", key="lab2_networks",
-                 column_config={c: st.column_config.NumberColumn(format="%.2f") for c in table.columns
-                                if c not in ("network", "input", "CPU bound", "GPU bound")})
+    st.caption("CPU, GPU, batch and input apply to the network tabs.")
+    tabs = st.tabs(["Eleven devices", "Ten networks on two rooflines", "Latency vs FLOPs and params",
+                    "Throughput, forward : backward", "Measured here"], key="lab2_tab", on_change="rerun")
+    t_dev, t_net, t_lat, t_tp, t_meas = tabs          # only the open tab runs: lab 2 draws a dozen charts in all
     measured = st.session_state.get(bm.ACROSS_ROWS) or []
-    mpoints = labs.measured_points(measured)
-    chart_points = pd.concat([points, mpoints], ignore_index=True) if not mpoints.empty else points
-    show(roofline_chart(roofline_frame([cpu, gpu], "fp32"), chart_points), "lab2_roofline",
-         f"ten_networks_{cpu.id}_{gpu.id}_b{batch}")
-    memory_bound = {d: ", ".join(table.loc[table[f"{d} bound"] == "memory", "network"]) or "none"
-                    for d in ("CPU", "GPU")}
-    reading(
-        f"Operational intensity = forward FLOPs ÷ bytes moved (weights + each layer's inputs and outputs). Left of a "
-        f"device's ridge a network is memory-bound: on the {cpu.name} (ridge "
-        f"{number(cpu.ridge('fp32'), 2)} FLOP/byte) {memory_bound['CPU']}; on the {gpu.name} (ridge "
-        f"{number(gpu.ridge('fp32'), 2)}) {memory_bound['GPU']}.",
-        "Points are PALEO predictions at PPP 1 (an upper bound); a larger batch reuses the weights and moves "
-        "networks right. Memory in the table is inference memory: weights + the peak of live activations.")
-
-    st.subheader("Latency vs FLOPs and parameters (predicted, batch 1)")
-    for col, (dev, column) in zip(st.columns(2), ((cpu, "CPU ms"), (gpu, "GPU ms"))):
-        df = labs.latency_frame(one, column)
-        rho = labs.rank_correlations(df)
-        col.metric(f"Spearman ρ, {dev.name}: FLOPs | params",
-                   f"{rho['flops']:.2f} | {rho['params']:.2f}")
-        show(bm.scatter(df, "GFLOPs", "forward GFLOPs (predicted latency)"), f"lab2_scatter_{column[:3]}",
-             f"latency_vs_flops_{dev.id}", col)
-    st.caption("Predicted by PALEO, so latency follows FLOPs by construction; measured latency (below) is the test.")
-
-    st.subheader("Throughput vs batch (predicted)")
-    show(labs.throughput_chart(tp), "lab2_throughput", f"throughput_{cpu.id}_{gpu.id}")
-
-    st.subheader("Forward : backward")
-    ratio = table["backward ÷ forward FLOPs"]
-    st.metric("Backward ÷ forward FLOPs (ten networks)", f"{ratio.min():.2f} – {ratio.max():.2f}")
-    reading("Backward ≈ 2 × forward: each layer computes the gradient w.r.t. its input and w.r.t. its weights, each "
-            "as many multiply-adds as the forward (the first layer needs no input gradient; activation, pooling and "
-            "concatenation layers move the ratio a little either way).",
-            "A report's forward : backward FLOP ratios of up to 3866 : 1 are the profiler's: it estimates FLOPs of "
-            "forward convolutions and matrix multiplies, but in the backward pass only of the linear layers' matrix "
-            "multiplies — SqueezeNet, with no linear layer, shows almost no backward FLOPs.")
-
-    st.subheader("Measured on this machine")
-    if st.button("Time the ten networks here (batch 1, 3×64×64, CPU, ~20 s)", key="lab2_time",
-                 help="Loads PyTorch the first time; shared with the Benchmark page's 'Across networks'."):
-        bar = st.progress(0.0, text="loading torch…")
-        try:
-            rows = bm.time_networks(labs.SURVEY_NETWORKS, device="cpu", warmup=1, repeats=3, max_seconds=20.0,
-                                    threads=1, progress=lambda f, msg: bar.progress(min(max(f, 0.0), 1.0), text=msg))
-        except (core.CalcError, ImportError) as e:
-            st.error(f"Timing failed: {e}")
-        else:
-            st.session_state[bm.ACROSS_ROWS] = rows
-            st.rerun()
-        finally:
-            bar.empty()
-    if not measured:
-        st.info("Nothing measured yet: press the button, or time networks on the Benchmark page.")
+    if t_dev.open:
+        with t_dev:
+            st.subheader("Eleven devices on one roofline")
+            precisions = [FASTEST, *PRECISION_KEYS]
+            prec = st.selectbox("Precision", precisions, key="lab2_precision",
+                                format_func=lambda p: "fastest each has" if p == FASTEST else p)
+            roofs, _, ridges, left_out = overlay(db, SURVEY, prec)
+            if left_out:
+                st.info(f"Left out (no {prec} peak): " + "; ".join(d.name for d, _ in left_out))
+            if not roofs.empty:
+                show(roofline_chart(roofs, pd.DataFrame()), "lab2_survey_chart", f"survey_roofline_{prec}")
+                st.dataframe(ridges, hide_index=True, width="stretch", key="lab2_ridges",
+                             column_config={"year": st.column_config.NumberColumn(format="%d")})
+            st.caption("The GeForce 256's 50 GFLOP/s is the survey's figure, not a vendor's: its "
+                       "fixed-function pipeline had no programmable FLOPs.")
         return
-    for r in measured:
-        if "refused" in r:
-            st.caption(f"{r['network']}: not timed — {r['refused']}")
-    df = bm.across_frame(measured)
-    if df.empty:
+    if t_meas.open:
+        with t_meas:
+            st.subheader("Measured on this machine")
+            if st.button("Time the ten networks here (batch 1, 3×64×64, CPU, ~20 s)", key="lab2_time",
+                         help="Loads PyTorch the first time; shared with the Benchmark page's 'Across networks'."):
+                bar = st.progress(0.0, text="loading torch…")
+                try:
+                    def step(f, msg):
+                        bar.progress(min(max(f, 0.0), 1.0), text=msg)
+
+                    rows = bm.time_networks(labs.SURVEY_NETWORKS, device="cpu", warmup=1, repeats=3,
+                                            max_seconds=20.0, threads=1, progress=step)
+                except (core.CalcError, ImportError) as e:
+                    st.error(f"Timing failed: {e}")
+                else:
+                    st.session_state[bm.ACROSS_ROWS] = rows
+                    st.rerun()
+                finally:
+                    bar.empty()
+            if not measured:
+                st.info("Nothing measured yet: press the button, or time networks on the Benchmark page.")
+                return
+            for r in measured:
+                if "refused" in r:
+                    st.caption(f"{r['network']}: not timed — {r['refused']}")
+            df = bm.across_frame(measured)
+            if df.empty:
+                return
+            rho = bm.correlations(df)
+            st.metric("Spearman ρ measured (this CPU): FLOPs | params",
+                      f"{rho['flops']:.2f} | {rho['params']:.2f}" if rho["flops"] is not None else "—")
+            show(bm.scatter(df, "GFLOPs", "forward GFLOPs (measured latency)"), "lab2_measured_scatter",
+                 "measured_latency_vs_flops")
+            st.caption(f"Measured: {rho['n']} networks, forward median at batch 1 on this CPU (inputs as "
+                       f"listed); they are the "
+                       "\"measured (this CPU)\" points on the roofline above, at the intensity of the input "
+                       "they ran at.")
         return
-    rho = bm.correlations(df)
-    st.metric("Spearman ρ measured (this CPU): FLOPs | params",
-              f"{rho['flops']:.2f} | {rho['params']:.2f}" if rho["flops"] is not None else "—")
-    show(bm.scatter(df, "GFLOPs", "forward GFLOPs (measured latency)"), "lab2_measured_scatter",
-         "measured_latency_vs_flops")
-    st.caption(f"Measured: {rho['n']} networks, forward median at batch 1 on this CPU (inputs as listed); they are the "
-               "\"measured (this CPU)\" points on the roofline above, at the intensity of the input they ran at.")
+    if t_net.open:
+        with t_net:
+            st.dataframe(table, hide_index=True, width="stretch", key="lab2_networks",
+                         column_config={c: st.column_config.NumberColumn(format="%.2f") for c in table.columns
+                                        if c not in ("network", "input", "CPU bound", "GPU bound")})
+            mpoints = labs.measured_points(measured)
+            chart_points = pd.concat([points, mpoints], ignore_index=True) if not mpoints.empty else points
+            show(roofline_chart(roofline_frame([cpu, gpu], "fp32"), chart_points), "lab2_roofline",
+                 f"ten_networks_{cpu.id}_{gpu.id}_b{batch}")
+            memory_bound = {d: ", ".join(table.loc[table[f"{d} bound"] == "memory", "network"]) or "none"
+                            for d in ("CPU", "GPU")}
+            reading(
+                f"Operational intensity = forward FLOPs ÷ bytes moved (weights + each layer's inputs and "
+                f"outputs). Left of a "
+                f"device's ridge a network is memory-bound: on the {cpu.name} (ridge "
+                f"{number(cpu.ridge('fp32'), 2)} FLOP/byte) {memory_bound['CPU']}; on the {gpu.name} (ridge "
+                f"{number(gpu.ridge('fp32'), 2)}) {memory_bound['GPU']}.",
+                "Points are PALEO predictions at PPP 1 (an upper bound); a larger batch reuses the weights and moves "
+                "networks right. Memory in the table is inference memory: weights + the peak of live activations.")
+    if t_lat.open:
+        with t_lat:
+            st.subheader("Latency vs FLOPs and parameters (predicted, batch 1)")
+            for col, (dev, column) in zip(st.columns(2), ((cpu, "CPU ms"), (gpu, "GPU ms"))):
+                df = labs.latency_frame(one, column)
+                rho = labs.rank_correlations(df)
+                col.metric(f"Spearman ρ, {dev.name}: FLOPs | params",
+                           f"{rho['flops']:.2f} | {rho['params']:.2f}")
+                show(bm.scatter(df, "GFLOPs", "forward GFLOPs (predicted latency)"), f"lab2_scatter_{column[:3]}",
+                     f"latency_vs_flops_{dev.id}", col)
+            st.caption("Predicted by PALEO, so latency follows FLOPs by construction; measured latency "
+                       "(below) is the test.")
+    if t_tp.open:
+        with t_tp:
+            st.subheader("Throughput vs batch (predicted)")
+            show(labs.throughput_chart(tp), "lab2_throughput", f"throughput_{cpu.id}_{gpu.id}")
+
+            st.subheader("Forward : backward")
+            ratio = table["backward ÷ forward FLOPs"]
+            st.metric("Backward ÷ forward FLOPs (ten networks)", f"{ratio.min():.2f} – {ratio.max():.2f}")
+            reading("Backward ≈ 2 × forward: each layer computes the gradient w.r.t. its input and w.r.t. its "
+                    "weights, each "
+                    "as many multiply-adds as the forward (the first layer needs no input gradient; "
+                    "activation, pooling and "
+                    "concatenation layers move the ratio a little either way).",
+                    "A report's forward : backward FLOP ratios of up to 3866 : 1 are the profiler's: it "
+                    "estimates FLOPs of "
+                    "forward convolutions and matrix multiplies, but in the backward pass only of the linear "
+                    "layers' matrix "
+                    "multiplies — SqueezeNet, with no linear layer, shows almost no backward FLOPs.")
 
 
 # == lab 3 ==========================================================================================================

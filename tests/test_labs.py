@@ -313,8 +313,16 @@ def test_lab1_opens_the_network_in_the_calculator(page):
     assert not page.exception and page.selectbox(key="model").value == "vgg19"
 
 
+def _lab2_tab(page, label):
+    page.session_state["lab2_tab"] = label
+    page.run()
+    assert not page.exception, page.exception
+
+
 def test_lab2_controls_and_stored_measurements(page):
     _lab(page, 2)
+    assert not any("GPU bound" in d.value.columns for d in page.dataframe)   # lazy: the devices tab is open
+    _lab2_tab(page, "Ten networks on two rooflines")
     t1 = _table(page, "GPU bound").set_index("network")
     assert t1.loc["alexnet", "GPU bound"] == "memory"                       # intensity ≤ 5.84 < 18.19 (see above)
     page.select_slider(key="lab2_batch").set_value(256).run()
@@ -325,8 +333,7 @@ def test_lab2_controls_and_stored_measurements(page):
         {"network": n, "input": "3×64×64", "latency_s": s, "iqr_s": 0.0, "flops": f, "params": p}
         for n, s, f, p in (("alexnet", 0.04, 1.96e8, 61_100_840), ("squeezenet1_0", 0.013, 1.09e8, 1_248_424),
                            ("resnet50", 0.066, 6.75e8, 25_557_032))]
-    page.run()
-    assert not page.exception
+    _lab2_tab(page, "Measured here")
     # FLOPs ranks [2, 1, 3] and latency ranks [2, 1, 3] agree: ρ = 1; params ranks [3, 1, 2]: Σd² = 1+0+1 = 2, ρ = 0.5
     assert _metric(page, "Spearman ρ measured (this CPU): FLOPs | params") == "1.00 | 0.50"
 
@@ -341,6 +348,7 @@ def test_lab2_timing_button_stores_rows(page, monkeypatch):
 
     monkeypatch.setattr(bm, "time_networks", fake)
     _lab(page, 2)
+    _lab2_tab(page, "Measured here")
     page.button(key="lab2_time").click().run()
     assert not page.exception and calls == [labs.SURVEY_NETWORKS]
     assert page.session_state[bm.ACROSS_ROWS][0]["network"] == "squeezenet1_0"
