@@ -14,6 +14,7 @@ from typing import Any
 import core
 from core.errors import NetworkError
 from core.ir import Network, Node
+from core.registry import get_rule
 
 # ops offered in a new row, in the order a CNN usually uses them
 BUILD_OPS = ("conv2d", "batch_norm", "relu", "relu6", "silu", "gelu", "sigmoid", "tanh", "hardswish", "max_pool2d",
@@ -154,7 +155,7 @@ def network_from_rows(table: list[dict], base: Network) -> Network:
             v = r.get(column)
             if _blank(v):
                 continue
-            if field is None or field not in {a.name for a in _rule(op, where).attrs}:
+            if field is None or field not in {a.name for a in get_rule(op, where).attrs}:
                 raise NetworkError(f"{op} has no {column}; clear this cell", node=where, field=column, value=v)
             if float(v) != int(float(v)):
                 raise NetworkError("must be a whole number", node=where, field=column, value=v)
@@ -171,12 +172,6 @@ def network_from_rows(table: list[dict], base: Network) -> Network:
     except NetworkError as e:
         raise NetworkError(e.reason, node=seen.get(e.node, e.node), field=e.field, value=e.value) from None
     return net
-
-
-def _rule(op: str, where: str):
-    from core.registry import get_rule
-
-    return get_rule(op, where)
 
 
 def changed(table: list[dict], original: list[dict]) -> bool:
