@@ -37,7 +37,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -46,6 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import core  # noqa: E402
+from workers import emit, run_worker  # noqa: E402
 
 NETWORKS = ("resnet18", "resnet50", "vgg16", "mobilenet_v2")
 BATCHES = (1, 8, 32)
@@ -55,7 +55,6 @@ DTYPE = "fp32"
 OPTIMIZER = "sgd_momentum"    # time_module's default train-step optimizer: SGD(lr=1e-3, momentum=0.9)
 TARGET = 0.15                 # |predicted − measured| / measured
 MIB = 2**20
-_RESULT = "RESULT "           # a worker's output line carrying one JSON record
 
 
 # == prediction (pure core, no torch) =============================================================================
@@ -142,9 +141,6 @@ def worker(spec: dict) -> None:
     from core.bridge.to_torch import to_module
     from core.errors import CalcError
 
-    def emit(record):
-        print(_RESULT + json.dumps(record), flush=True)
-
     name, batch, device, threads = spec["network"], spec["batch"], spec["device"], spec["threads"]
     report = core.analyze(name, batch_size=batch, dtype=DTYPE, optimizer=OPTIMIZER)
     torch.manual_seed(0)
@@ -178,19 +174,9 @@ def run_one(name: str, batch: int, device: str, threads: int | None, timeout_s: 
     """One worker process; its records merged into one dict ("failure" if it produced no measurement)."""
     spec = {"network": name, "batch": batch, "device": device, "threads": threads}
     out: dict = {}
-    try:
-        p = subprocess.run([sys.executable, __file__, "--worker", json.dumps(spec)], capture_output=True, text=True,
-                           timeout=timeout_s, cwd=ROOT)
-        stdout = p.stdout
-        err = (p.stderr.strip().splitlines() or [f"exit code {p.returncode}"])[-1]
-        if p.returncode < 0:
-            err = f"killed by signal {-p.returncode} (out of memory?)"
-    except subprocess.TimeoutExpired as e:
-        stdout = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
-        err = f"not finished within {timeout_s:.0f} s"
-    for line in stdout.splitlines():
-        if line.startswith(_RESULT):
-            out.update(json.loads(line[len(_RESULT):]))
+    records, err = run_worker(__file__, spec, timeout_s)
+    for r in records:
+        out.update(r)
     if out.get("measured") is None and "failure" not in out:
         out["failure"] = f"failed: {err}" if "measured" not in out else "no peak measured (see the method)"
     return out

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -39,6 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import core  # noqa: E402
+from workers import emit, run_worker  # noqa: E402
 from core import graph, zoo  # noqa: E402
 
 MODELS = ("resnet50", "vgg16", "resnet152", "mobilenet_v3_large", "efficientnet_b7")
@@ -48,7 +48,6 @@ TOOL_TITLES = {"torchinfo": "torchinfo", "fvcore": "fvcore", "ptflops": "ptflops
                "flop_counter": "FlopCounterMode (meta)"}
 TARGET_MS = 5.0          # core, every model and batch
 TARGET_RATIO = 100.0     # torchinfo time / core time
-_RESULT = "RESULT "      # a worker's output line carrying one JSON record
 
 
 def median_ms(fn, repeat: int) -> float:
@@ -159,9 +158,6 @@ def worker(spec: dict) -> None:
     model = build(spec["model"], device)
     call = _tool_call(spec["tool"])
 
-    def emit(record):
-        print(_RESULT + json.dumps(record), flush=True)
-
     def x_of(batch):
         return torch.empty((batch, *shape), device="meta") if device == "meta" else torch.randn(batch, *shape)
 
@@ -219,20 +215,8 @@ def time_tool(tool: str, name: str, batches, repeats: int, budget_s: float, max_
         return out, threads
     spec = {"tool": tool, "model": name, "batches": sorted(run), "repeats": repeats, "budget_s": budget_s,
             "max_call_s": max_call_s, "memory_limit": int(avail * 0.85)}
-    try:
-        p = subprocess.run([sys.executable, __file__, "--worker", json.dumps(spec)], capture_output=True, text=True,
-                           timeout=timeout_s, cwd=ROOT)
-        stdout = p.stdout
-        err = (p.stderr.strip().splitlines() or [f"exit code {p.returncode}"])[-1]
-        if p.returncode < 0:
-            err = f"killed by signal {-p.returncode} (out of memory?)"
-    except subprocess.TimeoutExpired as e:
-        stdout = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
-        err = f"not finished within {timeout_s:.0f} s"
-    for line in stdout.splitlines():
-        if not line.startswith(_RESULT):
-            continue
-        r = json.loads(line[len(_RESULT):])
+    records, err = run_worker(__file__, spec, timeout_s)
+    for r in records:
         if "warmup_s" in r:
             threads = r["threads"]
         elif "error" in r:
