@@ -345,3 +345,13 @@ def test_importing_the_bridge_does_not_import_torch():
             "print('torch' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "False", done.stderr
+
+
+def test_calibrated_device_summary_shows_the_per_layer_overhead():
+    from core.bridge.cli_ext import format_device
+    spec = {"id": "local", "name": "x", "kind": "CPU", "vendor": "v", "peak_flops": {"fp32": 9e10},
+            "memory_bandwidth": 2e10, "source": "s", "note": "n", "efficiency": {"conv": 0.7},
+            "layer_overhead": {"conv": 1.8e-5, "pool": 6e-6}}
+    text = format_device(spec)
+    assert "per layer:   conv 18.0 µs, pool 6.0 µs" in text          # 1.8e-5 s = 18.0 µs, 6e-6 s = 6.0 µs
+    assert "per layer" not in format_device({**spec, "layer_overhead": {}})

@@ -95,11 +95,13 @@ def _ms(s: float | None) -> str:
 def format_device(spec: dict) -> str:
     peaks = ", ".join(f"{k} {_si(v, 'FLOP/s')}" for k, v in spec["peak_flops"].items())
     eff = ", ".join(f"{k} {v:.2f}" for k, v in spec.get("efficiency", {}).items())
+    ovh = ", ".join(f"{k} {v * 1e6:.1f} µs" for k, v in spec.get("layer_overhead", {}).items())
     cap = f"; memory {spec['memory_capacity'] / 2 ** 30:,.1f} GiB" if spec.get("memory_capacity") else ""
     return "\n".join([f"{spec['id']}: {spec['name']} ({spec['kind']}, {spec['vendor']})",
                       f"  peak:        {peaks}",
                       f"  bandwidth:   {_si(spec['memory_bandwidth'], 'B/s')}{cap}",
                       f"  efficiency:  {eff}",
+                      *([f"  per layer:   {ovh}"] if ovh else []),
                       f"  source:      {spec['source']}",
                       f"  note:        {spec['note']}"])
 
