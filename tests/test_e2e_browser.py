@@ -23,8 +23,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server():
+def _start_server():
     port = _free_port()
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
                              "--server.port", str(port), "--server.address", "127.0.0.1"],
@@ -40,6 +39,12 @@ def server():
     else:
         proc.kill()
         pytest.fail("the Streamlit server did not start within 60 s")
+    return proc, url
+
+
+@pytest.fixture(scope="module")
+def server():
+    proc, url = _start_server()
     yield url
     proc.terminate()
     proc.wait(timeout=20)
@@ -129,3 +134,22 @@ def test_layer_table_edit_applies_and_an_invalid_one_is_refused_at_its_row(serve
         expect(alert).to_contain_text("larger than its padded input 26×26")
         expect(_params_caption(page)).to_contain_text("2,398,026")    # the last valid network is kept
         browser.close()
+
+
+def test_a_fresh_server_opened_at_a_page_url_keeps_the_app_navigation():
+    """Streamlit treats pages/ as an old-style page folder when a fresh server's first visit is a page URL; the page
+    must still come with app.py's menu (titled sections, no "app" entry)."""
+    proc, url = _start_server()
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(f"{url}/Estimates", wait_until="networkidle")
+            expect(page.locator("h1", has_text="PALEO estimates")).to_be_visible(timeout=30000)
+            nav = page.locator("[data-testid='stSidebarNav']")
+            expect(nav).to_contain_text("CNN performance calculator", timeout=20000)
+            assert not nav.inner_text().startswith("app")
+            browser.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)

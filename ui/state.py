@@ -104,6 +104,7 @@ def _label(name: str) -> str:
 
 
 def sidebar() -> Selection:
+    _through_app_navigation()
     init_state()
     db = devices()
     with st.sidebar:
@@ -145,6 +146,17 @@ def sidebar() -> Selection:
     except core.CalcError as e:
         est, err = None, str(e)
     return Selection(report, dev, est, err)
+
+
+def _through_app_navigation() -> None:
+    """Streamlit 1.67 decides at a fresh server's first visit whether ``pages/`` is an old-style page folder: a first
+    visit straight to a page URL runs that page alone, without ``app.py``'s ``st.navigation`` — the menu then lists
+    "app" and no sections, for every later session too. Hand the run over to ``app.py`` (which serves the same URL)."""
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
 
 
 def page(title: str, *, needs_estimate: bool = False) -> Selection:
