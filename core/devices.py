@@ -50,6 +50,8 @@ DEVICE_SCHEMA: dict = {
         "compute_notes": {"type": "object", "additionalProperties": {"type": "string"}},
         "efficiency": {"type": "object", "additionalProperties": False,
                        "properties": {k: {"type": "number", "exclusiveMinimum": 0, "maximum": 1} for k in OP_CLASSES}},
+        "alloc_threshold": {"type": "number", "exclusiveMinimum": 0},
+        "alloc_bandwidth": {"type": "number", "exclusiveMinimum": 0},
         "layer_overhead": {"type": "object", "additionalProperties": False,
                            "properties": {k: {"type": "number", "minimum": 0, "maximum": 1} for k in OP_CLASSES}},
         "user": {"type": "boolean"},
@@ -88,6 +90,10 @@ class Device:
     compute_notes: dict = field(default_factory=dict)
     efficiency: dict = field(default_factory=dict)   # op class → fraction of peak (calibrated devices)
     layer_overhead: dict = field(default_factory=dict)   # op class → seconds each layer call costs on top of its work
+    # a new output larger than alloc_threshold bytes lands on fresh pages from the OS (glibc serves big blocks with
+    # mmap): writing it runs at alloc_bandwidth (page faults) on top of the memory traffic — a CPU effect
+    alloc_threshold: float | None = None
+    alloc_bandwidth: float | None = None
     user: bool = False
 
     def peak(self, compute: str) -> float:

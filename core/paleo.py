@@ -219,7 +219,7 @@ class Estimate:
 
     # -- per-pass totals --------------------------------------------------------------------------------------
     def _pass_time(self, flops: float, act: float, weights: float, xbytes: float = 0,
-                   info: NodeInfo | None = None) -> tuple[float, float, float]:
+                   info: NodeInfo | None = None, forward: bool = False) -> tuple[float, float, float]:
         """(compute s, memory s, total s) for ``flops`` at this batch, ``act`` activation elements and ``xbytes``
         fixed-width bytes per sample, and ``weights`` weight elements per batch. A calibrated device's efficiency
         for the node's class of work multiplies the PPP; its per-layer overhead (the fixed cost of calling a layer:
@@ -230,6 +230,10 @@ class Estimate:
         eff = _class_figure(dev.efficiency, cls, 1.0) if cls else 1.0
         compute = flops / (self.peak * self.ppp * eff)
         memory = (act * n * p.activation + xbytes * n + weights * p.weight) / (self.bandwidth * self.ppp_memory)
+        if forward and dev.alloc_threshold and info is not None and info.moves_data and not info.rule.alias:
+            out = info.out_elems * n * p.activation
+            if out > dev.alloc_threshold:
+                memory += out / dev.alloc_bandwidth
         total = max(compute, memory) if self.variant == "roofline" else compute + memory
         if cls and (flops or memory) and not info.rule.alias:
             total += _class_figure(dev.layer_overhead, cls, 0.0)
@@ -239,7 +243,7 @@ class Estimate:
         """(FLOPs, bytes, compute s, memory s, total s, overhead s) of one pass, summed over layers."""
         w, n, p = self.work, self.report.batch_size, self.precision
         per_layer = self.variant == "roofline" or self.conv_algorithm != "direct" or bool(self.device.efficiency) \
-            or bool(self.device.layer_overhead)
+            or bool(self.device.layer_overhead) or bool(self.device.alloc_threshold)
         zero = (0,) * len(w.nodes)
         if which == "fwd":
             fs, acts, weights, xs = w.fwd_f, w.fwd_a, w.fwd_w, zero
@@ -255,7 +259,7 @@ class Estimate:
         roofline = self.variant == "roofline"
         for k, info in enumerate(w.nodes):
             flops = self._layer_flops(info, fs[k])
-            c, m, t = self._pass_time(flops, acts[k], weights[k], xs[k], info)
+            c, m, t = self._pass_time(flops, acts[k], weights[k], xs[k], info, forward=which == "fwd")
             tot[0] += flops
             tot[1] += (acts[k] * p.activation + xs[k]) * n + weights[k] * p.weight
             tot[2] += c
@@ -327,7 +331,7 @@ class Estimate:
         for k, info in enumerate(w.nodes):
             f = self._layer_flops(info, w.fwd_f[k])
             fb = w.fwd_a[k] * n * p.activation + w.fwd_w[k] * p.weight
-            c, m, t = self._pass_time(f, w.fwd_a[k], w.fwd_w[k], 0, info)
+            c, m, t = self._pass_time(f, w.fwd_a[k], w.fwd_w[k], 0, info, forward=True)
             bf = self._layer_flops(info, w.bwd_f[k])
             bc, bm, bt = self._pass_time(bf, w.bwd_a[k], w.bwd_w[k], w.bwd_x[k], info)
             bb = (w.bwd_a[k] * p.activation + w.bwd_x[k]) * n + w.bwd_w[k] * p.weight

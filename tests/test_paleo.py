@@ -224,3 +224,19 @@ def test_layer_overhead_out_of_range_is_refused():
             "layer_overhead": {"conv": -1e-6}}
     with pytest.raises(CalcError, match="layer_overhead"):
         load_devices(user_path=None).add(spec)
+
+
+def test_outputs_on_fresh_pages_cost_their_bytes_at_the_page_fault_rate():
+    """A CPU's new outputs above the malloc mmap threshold land on fresh pages. mnist_cnn at batch 64, threshold
+    1,000,000 B, fresh-page rate 1 GB/s: the outputs above it are conv1 and relu (32·26·26·4·64 = 5,537,792 B each),
+    conv2 and relu_1 (64·24·24·4·64 = 9,437,184 B each) and max_pool2d (64·12·12·4·64 = 2,359,296 B); dropout and
+    flatten are views, fc1's 128·4·64 = 32,768 B is under it. 2·5,537,792 + 2·9,437,184 + 2,359,296 = 32,309,248 B
+    → 32.309248 ms more forward, and nothing more backward."""
+    import dataclasses
+
+    base = dataclasses.replace(TOY, efficiency={"conv": 1.0})
+    fresh = dataclasses.replace(base, alloc_threshold=1e6, alloc_bandwidth=1e9)
+    a, b = estimate("mnist_cnn", base, batch_size=64), estimate("mnist_cnn", fresh, batch_size=64)
+    assert b.totals["forward_s"] - a.totals["forward_s"] == pytest.approx(32_309_248 / 1e9, rel=1e-9)
+    assert b.totals["forward_memory_s"] - a.totals["forward_memory_s"] == pytest.approx(32_309_248 / 1e9, rel=1e-9)
+    assert b.totals["backward_s"] == a.totals["backward_s"]

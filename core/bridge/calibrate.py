@@ -11,6 +11,10 @@ What is measured (every figure is the best run: on a shared machine the fastest 
   runs were disturbed, or the library's convolution is better tuned than its mm) — the note says when;
 * ``memory_bandwidth``: STREAM-like copy (``b.copy_(a)``, 2 × array bytes moved) and triad (``a = b + s·c`` as
   ``torch.add(b, c, alpha=s, out=a)``, 3 × array bytes) on fp32 arrays far larger than the caches; the larger rate;
+* ``alloc_threshold`` / ``alloc_bandwidth`` (Linux CPU only): glibc hands blocks above its mmap threshold (at most
+  32 MiB on 64-bit) straight from the OS, so a new output that large page-faults on first touch — a ReLU into a new
+  64 MiB tensor runs at a fraction of the copy bandwidth. The rate is that ReLU's time less its reads and writes at
+  the measured bandwidth; ``core.paleo`` adds a forward layer's output bytes above the threshold at that rate;
 * ``memory_capacity``: physical memory (``os.sysconf``), or the GPU's total memory;
 * ``layer_overhead`` per class of work (``core.devices.OP_CLASSES``): the time of a tiny layer of the class (a 3×3
   conv on 4 channels of 4×4, the same depthwise, a 4→4 linear, a ReLU on 64 numbers), called as an ``nn.Module`` like
@@ -138,6 +142,20 @@ def _bandwidth(torch, dev, budget: float, clock: Clock, cancel: Any) -> tuple[fl
     return 2 * n * 4 / t_copy, 3 * n * 4 / t_triad, n * 4
 
 
+def _fresh_pages(torch, dev, budget: float, clock: Clock, cancel: Any, bandwidth: float) -> tuple[float, float] | None:
+    """(bytes above which a new tensor lands on fresh pages, the rate of writing it there) on a Linux CPU: glibc
+    serves blocks above its mmap threshold (at most 32 MiB on 64-bit, M_MMAP_THRESHOLD) straight from the OS, so
+    every such output page-faults on first touch. Measured as a ReLU into a new 64 MiB tensor, less the time its
+    reads and writes take at ``bandwidth``. None on a GPU (the caching allocator reuses memory)."""
+    if dev.type != "cpu" or platform.system() != "Linux":
+        return None
+    n = 64 * 2 ** 20 // 4
+    x = torch.randn(n)
+    t = _bench(lambda: torch.relu(x), clock, budget, cancel)
+    fresh = t - 2 * n * 4 / bandwidth
+    return (32 * 2 ** 20, n * 4 / fresh) if fresh > 0 else None
+
+
 def _class_cases(torch, dev) -> dict:
     """op class → [(IR network, batch, module)]: each class's layers, written once and built twice (IR and torch
     ``nn.Module``, called like a model's layers). The first of each class is a tiny layer whose arithmetic and
@@ -206,7 +224,7 @@ def _time_layers(torch, dev, budget: float, clock: Clock, cancel: Any) -> dict:
     return out
 
 
-def _efficiencies(timed: dict, peak: float, bandwidth: float) -> dict:
+def _efficiencies(timed: dict, peak: float, bandwidth: float, fresh: tuple | None = None) -> dict:
     """op class → (efficiency, achieved FLOP/s ÷ peak, {layer: (efficiency, achieved ÷ peak)}, overhead s); see the
     module docstring. The first (tiny) layer of a class gives its overhead; the suite after it, the efficiency: the
     suite's compute time over its measured time less memory and overhead (Σc ÷ Σ(t − m − overhead)), i.e. what a
@@ -217,7 +235,8 @@ def _efficiencies(timed: dict, peak: float, bandwidth: float) -> dict:
     from ..report import Report
 
     probe = Device(id="local", name="calibration", vendor="-", kind="CPU", year=2000, peak_flops={"fp32": peak},
-                   memory_bandwidth=bandwidth, source="-")
+                   memory_bandwidth=bandwidth, source="-", efficiency={"conv": 1.0},
+                   alloc_threshold=fresh[0] if fresh else None, alloc_bandwidth=fresh[1] if fresh else None)
     out = {}
     for cls, (tiny, *layers) in timed.items():
         overhead = tiny[2]
@@ -309,8 +328,10 @@ def _calibrate(torch, dev, seconds, progress, dtypes, cancel) -> dict:
                 skipped.append(f"{d} ({str(e).splitlines()[0][:60]})")
         budget.finish(f"gemm_{d}", f"GEMM {d}: {_si(peaks[d], 'FLOP/s')}" if d in peaks else f"GEMM {d}: skipped")
 
-    copy_bw, triad_bw, nbytes = _bandwidth(torch, dev, budget.share("bandwidth"), clock, cancel)
+    share = budget.share("bandwidth")
+    copy_bw, triad_bw, nbytes = _bandwidth(torch, dev, share * 0.8, clock, cancel)
     bandwidth = max(copy_bw, triad_bw)
+    fresh = _fresh_pages(torch, dev, share * 0.2, clock, cancel, bandwidth)
     budget.finish("bandwidth", f"bandwidth: {_si(bandwidth, 'B/s')}")
 
     timed = _time_layers(torch, dev, budget.share("layers"), clock, cancel)
@@ -322,7 +343,7 @@ def _calibrate(torch, dev, seconds, progress, dtypes, cancel) -> dict:
                 peaks["fp32"] = rate
                 compute_notes["fp32"] = (f"{cls} layer {_si(rate, 'FLOP/s')}, faster than "
                                          f"torch.mm's {_si(gemm_fp32, 'FLOP/s')}")
-    eff = _efficiencies(timed, peaks["fp32"], bandwidth)
+    eff = _efficiencies(timed, peaks["fp32"], bandwidth, fresh)
     budget.finish("layers", "efficiencies: " + ", ".join(f"{k} {v[0]:.2f}" for k, v in eff.items()))
     took = time.perf_counter() - budget.start
 
@@ -368,6 +389,8 @@ def _calibrate(torch, dev, seconds, progress, dtypes, cancel) -> dict:
         "efficiency": {k: v[0] for k, v in eff.items()},
         "layer_overhead": {k: v[3] for k, v in eff.items()},
     }
+    if fresh:
+        spec["alloc_threshold"], spec["alloc_bandwidth"] = fresh
     if capacity:
         spec["memory_capacity"] = capacity
     return spec
