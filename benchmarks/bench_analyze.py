@@ -13,7 +13,6 @@ Run: ``python benchmarks/bench_analyze.py [--quick]``. Prints a Markdown table.
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import sys
 import time
@@ -23,16 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import core  # noqa: E402
+from common import median_ms  # noqa: E402
 from core import graph  # noqa: E402
-
-
-def median_ms(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(times)
 
 
 def measure(quick: bool = False) -> dict:

@@ -6,12 +6,13 @@ Target (issue: the calculator app): the heaviest page re-renders in ≤ 150 ms. 
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from common import quick_main
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [*sorted(str(p.relative_to(ROOT)) for p in (ROOT / "pages").glob("*.py"))]
@@ -76,12 +77,7 @@ def markdown(out: dict) -> str:
 
 
 def main(argv=None) -> dict:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true", help="mnist_cnn, 2 repeats (smoke test)")
-    args = ap.parse_args(argv)
-    out = measure(args.quick)
-    print(markdown(out))
-    return out
+    return quick_main(measure, markdown, argv, "mnist_cnn, 2 repeats (smoke test)")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,6 @@ of repeated sweeps. Run: ``python benchmarks/bench_estimate.py [--quick]``.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -16,6 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import core  # noqa: E402
+from common import quick_main  # noqa: E402
 from core.devices import load_devices  # noqa: E402
 from core.paleo import sweep as paleo_sweep  # noqa: E402
 
@@ -52,12 +52,7 @@ def markdown(out: dict) -> str:
 
 
 def main(argv=None) -> dict:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true", help="a small network and few repeats (smoke test)")
-    args = ap.parse_args(argv)
-    out = measure(args.quick)
-    print(markdown(out))
-    return out
+    return quick_main(measure, markdown, argv, "a small network and few repeats (smoke test)")
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import core  # noqa: E402
-from workers import emit, run_worker  # noqa: E402
+from common import emit, run_worker  # noqa: E402
 
 NETWORKS = ("resnet18", "resnet50", "vgg16", "mobilenet_v2")
 BATCHES = (1, 8, 32)

@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import core  # noqa: E402
-from workers import emit, run_worker  # noqa: E402
+from common import emit, median_ms, run_worker  # noqa: E402
 from core import graph, zoo  # noqa: E402
 
 MODELS = ("resnet50", "vgg16", "resnet152", "mobilenet_v3_large", "efficientnet_b7")
@@ -48,15 +48,6 @@ TOOL_TITLES = {"torchinfo": "torchinfo", "fvcore": "fvcore", "ptflops": "ptflops
                "flop_counter": "FlopCounterMode (meta)"}
 TARGET_MS = 5.0          # core, every model and batch
 TARGET_RATIO = 100.0     # torchinfo time / core time
-
-
-def median_ms(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(times)
 
 
 # ---------------------------------------------------------------------------------------------------------------
