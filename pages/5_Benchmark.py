@@ -59,9 +59,9 @@ def _stop_button(key: str, where) -> None:
                  help="Ends the run in progress between two of its timed runs (see the page's notes on Stop).")
 
 
-def _run(what: str, work):
-    """Run ``work(progress, cancel)`` under a progress bar. A refused or failed run (``CalcError``) is shown with the
-    engine's message and returns None. When Streamlit stops this script run (a click during the job), its exception
+def _run(what: str, work, keep_as: str):
+    """Run ``work(progress, cancel)`` under a progress bar and keep its result in ``st.session_state[keep_as]``. A
+    refused or failed run (``CalcError``) is shown with the engine's message, keeps nothing and returns None. When Streamlit stops this script run (a click during the job), its exception
     passes through; the job dict records it (``stopped``, ``done``) without touching ``st.session_state``."""
     job = {"what": what, "stop": False, "done": False, "stopped": False}
     st.session_state[RUNNING] = job
@@ -89,6 +89,8 @@ def _run(what: str, work):
     if st.session_state.get(RUNNING) is job:
         st.session_state[RUNNING] = None
     bar.empty()
+    if out is not None:
+        st.session_state[keep_as] = out
     return out
 
 
@@ -159,9 +161,7 @@ if start:
         return {"result": result, "report": rep, "estimate": est, "device": sel.device.name,
                 "device_id": sel.device.id}
 
-    got = _run("timing", _time)
-    if got is not None:
-        st.session_state[RESULT] = got
+    _run("timing", _time, RESULT)
 
 saved = st.session_state.get(RESULT)
 if saved:
@@ -223,9 +223,7 @@ if cal_start:
         spec = calibrate(float(cal_seconds), progress, cancel=cancel, threads=threads)
         return {"spec": spec, "path": str(save_local(spec))}
 
-    got = _run("calibration", _calibrate)
-    if got is not None:
-        st.session_state[CALIBRATION] = got
+    if _run("calibration", _calibrate, CALIBRATION) is not None:
         devices.clear()                 # the sidebar's device list is cached: re-read it with 'local' in it
         st.rerun()
 cal = st.session_state.get(CALIBRATION)
@@ -256,9 +254,7 @@ if across_start:
     if not chosen:
         st.error("Choose at least one network.")
     else:
-        got = _run("across-networks timing", _across)
-        if got is not None:
-            st.session_state[ACROSS] = got
+        _run("across-networks timing", _across, ACROSS)
 rows = st.session_state.get(ACROSS)
 if rows:
     for r in rows:
@@ -303,9 +299,7 @@ if tp_start:
     if not batches:
         st.error("Choose at least one batch size.")
     else:
-        got = _run("throughput", _throughput)
-        if got is not None:
-            st.session_state[THROUGHPUT] = got
+        _run("throughput", _throughput, THROUGHPUT)
 tp = st.session_state.get(THROUGHPUT)
 if tp:
     frame, refused = bm.throughput_frame(tp["rows"])
