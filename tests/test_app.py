@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pytest
+from apptest_ref import metric
 from streamlit.testing.v1 import AppTest
 
 import core
@@ -18,21 +19,17 @@ def app():
     return at
 
 
-def _metric(at, label):
-    return next(m.value for m in at.metric if m.label == label)
-
-
 def test_first_page_shows_mnist_totals(app):
-    assert _metric(app, "Parameters") == f"{core.analyze('mnist_cnn').totals['params']:,}"   # 1,199,882
+    assert metric(app, "Parameters") == f"{core.analyze('mnist_cnn').totals['params']:,}"   # 1,199,882
     assert core.CONVENTION in [c.value for c in app.sidebar.caption]
 
 
 def test_controls_update_numbers(app):
     app.selectbox(key="model").set_value("resnet18").run()
-    assert _metric(app, "Parameters") == "11,689,512"          # torchvision resnet18 num_params
-    before = float(_metric(app, "Forward GMACs"))
+    assert metric(app, "Parameters") == "11,689,512"          # torchvision resnet18 num_params
+    before = float(metric(app, "Forward GMACs"))
     app.number_input(key="batch_size").set_value(8).run()
-    after = float(_metric(app, "Forward GMACs"))
+    after = float(metric(app, "Forward GMACs"))
     assert after == pytest.approx(8 * before, rel=1e-3)         # MACs are linear in batch
 
 
@@ -41,7 +38,7 @@ def test_bad_input_shape_is_a_message_not_a_traceback(app):
     assert not app.exception
     assert "input_shape" in app.error[0].value and "3x0x2" in app.error[0].value
     app.text_input(key="input_shape").set_value("").run()       # the user's network is still there
-    assert not app.error and _metric(app, "Parameters") == "1,199,882"
+    assert not app.error and metric(app, "Parameters") == "1,199,882"
 
 
 def test_explain_shows_substituted_arithmetic(app):
@@ -68,7 +65,7 @@ def test_every_page_renders_and_follows_the_sidebar(page):
 
 def test_roofline_page_shows_the_v100_ridge():
     at = AppTest.from_file(PAGES[0], default_timeout=60).run()
-    assert _metric(at, "Ridge point") == "17.44 FLOP/byte"      # 15.7e12 / 900e9
+    assert metric(at, "Ridge point") == "17.44 FLOP/byte"      # 15.7e12 / 900e9
 
 
 def test_a_device_without_the_precision_says_so_instead_of_failing():

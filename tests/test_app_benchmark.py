@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from apptest_ref import metric, open_page, table
 from streamlit.testing.v1 import AppTest
 
 import core
@@ -24,18 +25,7 @@ PAGE = str(ROOT / "pages" / "5_Benchmark.py")
 
 
 def _page() -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=120).run()
-    assert not at.exception
-    return at
-
-
-def _metric(at, label):
-    return next(m.value for m in at.metric if m.label == label)
-
-
-def _table(at, column):
-    """The first dataframe with ``column``."""
-    return next(d.value for d in at.dataframe if column in d.value.columns)
+    return open_page(PAGE)
 
 
 # == the page =====================================================================================================
@@ -54,25 +44,25 @@ def test_timing_mnist_shows_passes_layers_ratio_and_memory():
     at.number_input(key="bench_repeats").set_value(2).run()
     at.button(key="bench_time").click().run()
     assert not at.exception and not at.error
-    passes = _table(at, "median ms")
+    passes = table(at, "median ms")
     assert list(passes["pass"]) == ["forward", "backward", "train step"]
     assert (passes["median ms"] > 0).all() and (passes["runs"] >= 1).all()
     assert (passes["min ms"] <= passes["median ms"]).all() and (passes["median ms"] <= passes["max ms"]).all()
-    layers = _table(at, "measured ÷ PALEO")
+    layers = table(at, "measured ÷ PALEO")
     row = layers.set_index("layer")
     assert {"conv1", "conv2"} <= set(row.index)
     assert row.loc["conv2", "measured ms"] > 0 and row.loc["conv2", "PALEO ms"] > 0
     assert row.loc["conv2", "measured ÷ PALEO"] == pytest.approx(row.loc["conv2", "measured ms"]
                                                                   / row.loc["conv2", "PALEO ms"])
     # mnist_cnn: backward FLOPs 47,716,274 ÷ forward 24,071,218 (the engine's counts)
-    assert _metric(at, "Backward : forward (FLOPs)") == f"{47_716_274 / 24_071_218:.2f}"
-    assert float(_metric(at, "Backward : forward (measured)")) > 0
-    assert float(_metric(at, "Forward GFLOP/s")) > 0 and float(_metric(at, "Implied PPP")) > 0
-    memory = _table(at, "measured MiB")
+    assert metric(at, "Backward : forward (FLOPs)") == f"{47_716_274 / 24_071_218:.2f}"
+    assert float(metric(at, "Backward : forward (measured)")) > 0
+    assert float(metric(at, "Forward GFLOP/s")) > 0 and float(metric(at, "Implied PPP")) > 0
+    memory = table(at, "measured MiB")
     assert (memory["measured MiB"] > 0).all() and (memory["model MiB"] > 0).all()
     # results live in session state: another control's rerun keeps them without timing again
     at.slider(key="bench_cal_seconds").set_value(5).run()
-    assert _table(at, "median ms")["median ms"].tolist() == passes["median ms"].tolist()
+    assert table(at, "median ms")["median ms"].tolist() == passes["median ms"].tolist()
 
 
 @pytest.fixture()
@@ -99,7 +89,7 @@ def test_calibration_saves_local_and_shows_its_peak(user_devices):
     entries = saved["devices"] if isinstance(saved, dict) else saved
     local = next(d for d in entries if d["id"] == "local")
     assert local["peak_flops"]["fp32"] > 0 and local["memory_bandwidth"] > 0
-    assert _metric(at, "fp32 peak") == f"{local['peak_flops']['fp32'] / 1e9:,.2f} GFLOP/s"
+    assert metric(at, "fp32 peak") == f"{local['peak_flops']['fp32'] / 1e9:,.2f} GFLOP/s"
     assert local["name"] in at.selectbox(key=DEVICE).options   # the sidebar re-read the device file
 
 
@@ -136,17 +126,17 @@ def test_across_networks_and_throughput():
     assert not at.exception
     # ViT's IR fixes its 14×14 patch grid: at 3×64×64 the engine refuses it, and the others are still timed
     assert [e.value for e in at.error] and all(e.value.startswith("vit_b_16: at input 3×64×64:") for e in at.error)
-    df = _table(at, "latency ms")
+    df = table(at, "latency ms")
     assert set(df["network"]) == {"mnist_cnn", "squeezenet1_0", "mobilenet_v3_small"}
     assert (df["latency ms"] > 0).all()
     assert df.set_index("network").loc["squeezenet1_0", "input"] == "3×64×64"
     assert df.set_index("network").loc["mnist_cnn", "input"] == "1×28×28"
     rho = bm.spearman(df["GFLOPs"], df["latency ms"])
-    assert _metric(at, "Spearman ρ (latency, FLOPs)") == f"{rho:.3f}"
+    assert metric(at, "Spearman ρ (latency, FLOPs)") == f"{rho:.3f}"
     at.multiselect(key="bench_tp_batches").set_value([1, 2]).run()
     at.button(key="bench_tp_run").click().run()
     assert not at.exception and all(e.value.startswith("vit_b_16") for e in at.error)     # the kept across result
-    tp = _table(at, "samples/s")
+    tp = table(at, "samples/s")
     assert tp["batch"].tolist() == [1, 2] and (tp["samples/s"] > 0).all()
 
 

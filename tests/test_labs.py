@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from apptest_ref import metric, open_page, table
 from streamlit.testing.v1 import AppTest
 
 import core
@@ -267,18 +268,7 @@ def test_units_are_counts_times_four_bytes():
 
 @pytest.fixture()
 def page():
-    at = AppTest.from_file(PAGE, default_timeout=120).run()
-    assert not at.exception
-    return at
-
-
-def _metric(at, label):
-    return next(m.value for m in at.metric if m.label == label)
-
-
-def _table(at, column):
-    """The first table with ``column`` (AppTest does not expose a dataframe's key)."""
-    return next(d.value for d in at.dataframe if column in d.value.columns)
+    return open_page(PAGE)
 
 
 def _lab(at, n):
@@ -295,12 +285,12 @@ def test_every_lab_renders(page):
 
 def test_lab1_controls(page):
     _lab(page, 1)
-    assert _metric(page, "Conv share of MACs") == "99.37%"                  # VGG19, see above
+    assert metric(page, "Conv share of MACs") == "99.37%"                  # VGG19, see above
     page.radio(key="lab1_model").set_value("vgg16").run()
-    assert _metric(page, "Conv share of MACs") == "99.20%"                  # 15,346,630,656 / 15,470,264,320
-    before = _table(page, "ms, MACs as FLOPs").set_index(["network", "K80", "precision"])
+    assert metric(page, "Conv share of MACs") == "99.20%"                  # 15,346,630,656 / 15,470,264,320
+    before = table(page, "ms, MACs as FLOPs").set_index(["network", "K80", "precision"])
     page.slider(key="lab1_ppp").set_value(0.5).run()
-    after = _table(page, "ms, MACs as FLOPs").set_index(["network", "K80", "precision"])
+    after = table(page, "ms, MACs as FLOPs").set_index(["network", "K80", "precision"])
     # 30.94e9 / (0.5 × 4.365e12) = 14.18 ms, twice the PPP-1 time
     assert after.loc[("vgg16", "one GPU", "fp32"), "ms"] == pytest.approx(2 * 30.94e9 / 4.365e12 * 1e3, rel=2e-3)
     assert after.loc[("vgg16", "one GPU", "fp32"), "ms"] == pytest.approx(2 * before.loc[("vgg16", "one GPU", "fp32"),
@@ -323,10 +313,10 @@ def test_lab2_controls_and_stored_measurements(page):
     _lab(page, 2)
     assert not any("GPU bound" in d.value.columns for d in page.dataframe)   # lazy: the devices tab is open
     _lab2_tab(page, "Ten networks on two rooflines")
-    t1 = _table(page, "GPU bound").set_index("network")
+    t1 = table(page, "GPU bound").set_index("network")
     assert t1.loc["alexnet", "GPU bound"] == "memory"                       # intensity ≤ 5.84 < 18.19 (see above)
     page.select_slider(key="lab2_batch").set_value(256).run()
-    t256 = _table(page, "GPU bound").set_index("network")
+    t256 = table(page, "GPU bound").set_index("network")
     # the 244 MB of AlexNet weights are read once for 256 images: the intensity rises
     assert t256.loc["alexnet", "FLOP/byte"] > t1.loc["alexnet", "FLOP/byte"]
     page.session_state[bm.ACROSS_ROWS] = [
@@ -335,7 +325,7 @@ def test_lab2_controls_and_stored_measurements(page):
                            ("resnet50", 0.066, 6.75e8, 25_557_032))]
     _lab2_tab(page, "Measured here")
     # FLOPs ranks [2, 1, 3] and latency ranks [2, 1, 3] agree: ρ = 1; params ranks [3, 1, 2]: Σd² = 1+0+1 = 2, ρ = 0.5
-    assert _metric(page, "Spearman ρ measured (this CPU): FLOPs | params") == "1.00 | 0.50"
+    assert metric(page, "Spearman ρ measured (this CPU): FLOPs | params") == "1.00 | 0.50"
 
 
 def test_lab2_timing_button_stores_rows(page, monkeypatch):
@@ -357,19 +347,19 @@ def test_lab2_timing_button_stores_rows(page, monkeypatch):
 
 def test_lab3_batch_control(page):
     _lab(page, 3)
-    assert _metric(page, "MACs × 16") == "121,745,440,768"                  # 7,609,090,048 × 16
+    assert metric(page, "MACs × 16") == "121,745,440,768"                  # 7,609,090,048 × 16
     page.number_input(key="lab3_batch").set_value(1).run()
-    assert _metric(page, "MACs × 1") == "7,609,090,048"
+    assert metric(page, "MACs × 1") == "7,609,090,048"
     page.radio(key="lab3_model").set_value("vgg19").run()
-    assert _metric(page, "MACs per image") == f"{VGG19_CONV + FC_MACS:,}"     # 19,632,062,464
+    assert metric(page, "MACs per image") == f"{VGG19_CONV + FC_MACS:,}"     # 19,632,062,464
 
 
 def test_lab4_controls(page):
     _lab(page, 4)
-    assert _metric(page, "Parameter memory (fp32)") == "44.59 MiB"          # 46,758,048 / 2^20 = 44.59
-    one = _table(page, "per GPU MiB").set_index("part")["per GPU MiB"]
+    assert metric(page, "Parameter memory (fp32)") == "44.59 MiB"          # 46,758,048 / 2^20 = 44.59
+    one = table(page, "per GPU MiB").set_index("part")["per GPU MiB"]
     page.radio(key="lab4_gpus").set_value(2).run()
-    two = _table(page, "per GPU MiB").set_index("part")["per GPU MiB"]
+    two = table(page, "per GPU MiB").set_index("part")["per GPU MiB"]
     assert any("batch 16 each" in m.label for m in page.metric)              # ⌈32 / 2⌉
     # fixed + 16·x = (fixed + 32·x + fixed) / 2, with the fixed 38,400 B of BatchNorm statistics (see above)
     assert two["saved activations"] == pytest.approx((one["saved activations"] + BN_STATS_RESNET18 / 2 ** 20) / 2)
@@ -377,7 +367,7 @@ def test_lab4_controls(page):
     page.number_input(key="lab4_overhead_mib").set_value(0.0).run()
     assert not page.exception
     page.radio(key="lab4_model").set_value("resnet50").run()
-    assert _metric(page, "Parameter memory (fp32)") == "97.49 MiB"          # 102,228,128 / 2^20 = 97.49
+    assert metric(page, "Parameter memory (fp32)") == "97.49 MiB"          # 102,228,128 / 2^20 = 97.49
 
 
 def test_lab5_controls(page):
@@ -385,9 +375,9 @@ def test_lab5_controls(page):
     text = " ".join(m.value for m in page.latex)
     assert "21{,}233{,}664" in text and r"288\ +\ 287\ +\ 1" in text
     page.slider(key="lab5_batch").set_value(501).run()
-    assert _metric(page, "conv2 FLOPs at batch 501") == "10,638,065,664"    # 21,233,664 × 501
+    assert metric(page, "conv2 FLOPs at batch 501") == "10,638,065,664"    # 21,233,664 × 501
     page.number_input(key="lab5_width").set_value(256).run()
-    t = _table(page, "quantity").set_index("quantity")
+    t = table(page, "quantity").set_index("quantity")
     assert t.loc["conv2 FLOPs", "mnist_cnn_conv2_256"] == f"{501 * 256 * 24 * 24 * 576:,}"   # 501 × 84,934,656
     page.number_input(key="lab5_width").set_value(1).run()                  # the narrowest conv2 still works
     assert not page.exception and not page.error
