@@ -3,8 +3,9 @@ CNNs at batch 1 and 16, beside the baseline users reach for (FLOPs ÷ peak with 
 
 Method
   * ``calibrate`` runs in a fresh process (its microbenchmarks only: no network below is used to fit it);
-  * each network is measured in its own fresh process: torchvision's model (random weights) in eval mode under
-    ``torch.no_grad``, ``warmup`` untimed runs, then the median of ``repeats`` timed runs (``core.bridge.timing``);
+  * each network is measured in ``processes`` fresh processes (3), in rounds over all networks: torchvision's model
+    (random weights) in eval mode under ``torch.no_grad``, ``warmup`` untimed runs, then the median of ``repeats``
+    timed runs (``core.bridge.timing``); the latency is the median of the processes' medians;
   * predicted: ``core.paleo.estimate`` of the same network on the calibrated device;
   * baseline: forward FLOPs ÷ (calibrated fp32 peak × PPP), PPP fitted on ResNet50 (geometric mean of its batches);
   * error: |predicted − measured| ÷ measured; median and 90th percentile per model.
@@ -42,6 +43,7 @@ BATCHES = (1, 16)
 QUICK = (("resnet18", "mobilenet_v3_small"), (1,))
 CACHE = ROOT / "benchmarks" / "results" / "predict_measured.json"
 FIT_ON = "resnet50"
+PROCESSES = 3
 
 
 def _worker(name: str, batches, threads: int, warmup: int, repeats: int) -> None:
@@ -86,15 +88,33 @@ def machine() -> dict:
             "torch": md.version("torch"), "date": dt.date.today().isoformat()}
 
 
-def measure_all(networks, batches, threads: int, warmup: int, repeats: int, seconds: float, progress=print) -> dict:
+def combine(runs: list[dict]) -> dict:
+    """One network's latency from several fresh processes: per batch, the median of the processes' medians (a
+    process's memory layout and the machine's state shift a whole run by ±10 % here; one process's samples do not
+    show that), with every process's median kept."""
+    out = {}
+    for b in runs[0]["latency"]:
+        medians = [r["latency"][b]["median_s"] for r in runs]
+        out[b] = {"median_s": statistics.median(medians), "process_medians_s": medians,
+                  "iqr_s": statistics.median(r["latency"][b]["iqr_s"] for r in runs),
+                  "samples": sum(r["latency"][b]["samples"] for r in runs)}
+    return {"network": runs[0]["network"], "input": runs[0]["input"], "latency": out}
+
+
+def measure_all(networks, batches, threads: int, warmup: int, repeats: int, seconds: float, progress=print,
+                processes: int = 1) -> dict:
+    """Calibrate, then time every network in ``processes`` fresh processes each, in rounds (every network once per
+    round, so a slow spell of the machine does not land on one network's runs)."""
     progress(f"calibrating ({seconds:g} s, {threads} thread(s))")
     spec = _run(["--calibrate-worker", "--threads", str(threads), "--seconds", str(seconds)])
-    rows = []
-    for k, name in enumerate(networks):
-        progress(f"[{k + 1}/{len(networks)}] {name}")
-        rows.append(_run(["--worker", name, "--threads", str(threads), "--warmup", str(warmup), "--repeats",
-                          str(repeats), "--batches", *map(str, batches)]))
-    return {"machine": machine(), "threads": threads, "calibration": spec, "measured": rows}
+    runs: dict[str, list] = {name: [] for name in networks}
+    for p in range(processes):
+        for k, name in enumerate(networks):
+            progress(f"round {p + 1}/{processes} [{k + 1}/{len(networks)}] {name}")
+            runs[name].append(_run(["--worker", name, "--threads", str(threads), "--warmup", str(warmup),
+                                    "--repeats", str(repeats), "--batches", *map(str, batches)]))
+    return {"machine": machine(), "threads": threads, "processes": processes, "calibration": spec,
+            "measured": [combine(runs[name]) for name in networks]}
 
 
 def device_of(spec: dict) -> Device:
@@ -150,7 +170,8 @@ def measure(quick: bool = False, progress=progress, reuse: bool = False) -> dict
     elif quick:
         data = measure_all(*QUICK, threads=1, warmup=1, repeats=2, seconds=3.0, progress=progress)
     else:
-        data = measure_all(NETWORKS, BATCHES, threads=1, warmup=2, repeats=7, seconds=60.0, progress=progress)
+        data = measure_all(NETWORKS, BATCHES, threads=1, warmup=2, repeats=7, seconds=60.0, progress=progress,
+                           processes=PROCESSES)
         CACHE.parent.mkdir(exist_ok=True)
         CACHE.write_text(json.dumps(data, indent=1))
     return {"data": data, "eval": evaluate(data)}
@@ -166,11 +187,13 @@ def markdown(results: dict) -> str:
         "",
         f"{m['cpu']}, {data['threads']} thread(s), torch {m['torch']}, measured {m['date']}. Calibrated device: fp32 "
         f"peak {dev.peak('fp32') / 1e9:.1f} GFLOP/s, bandwidth {dev.memory_bandwidth / 1e9:.1f} GB/s, efficiencies "
-        f"{eff}" + (f", per-layer overhead {dev.layer_overhead_s * 1e6:.1f} µs" if getattr(dev, "layer_overhead_s",
-                                                                                        0) else "") + ".",
+        f"{eff}; per-layer overhead " + ", ".join(f"{k} {v * 1e6:.0f} µs" for k, v in dev.layer_overhead.items())
+        + (f"; fresh pages at {dev.alloc_bandwidth / 1e9:.2f} GB/s (glibc's malloc replayed, `core/cpu_heap.py`)"
+           if dev.alloc_bandwidth else "") + ".",
         f"Baseline: FLOPs ÷ (peak × PPP) with PPP = {ev['baseline_ppp']:.3f} fitted on {FIT_ON}.",
         "Forward pass, torchvision models with random weights, eval mode, no_grad; median of timed runs after "
-        "warm-up, each network in a fresh process.",
+        f"warm-up in each of {data.get('processes', 1)} fresh process(es) per network, measured in rounds; the "
+        "latency is the median of the processes' medians.",
         "",
         "| model | median error | p90 error | max error | median at batch 1 | median at batch 16 |",
         "|---|---:|---:|---:|---:|---:|",
@@ -199,6 +222,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--seconds", type=float, default=60.0, help="calibration budget")
+    ap.add_argument("--processes", type=int, default=PROCESSES, help="fresh processes per network")
     ap.add_argument("--networks", nargs="*")
     ap.add_argument("--batches", nargs="*", type=int)
     ap.add_argument("--worker")
@@ -217,8 +241,9 @@ def main(argv=None) -> dict:
     else:
         nets, batches = QUICK if args.quick else (tuple(args.networks or NETWORKS), tuple(args.batches or BATCHES))
         data = measure_all(nets, batches, args.threads, 1 if args.quick else args.warmup,
-                       2 if args.quick else args.repeats, 3.0 if args.quick else args.seconds,
-                       progress=lambda msg: print(msg, file=sys.stderr, flush=True))
+                           2 if args.quick else args.repeats, 3.0 if args.quick else args.seconds,
+                           progress=lambda msg: print(msg, file=sys.stderr, flush=True),
+                           processes=1 if args.quick else args.processes)
         if not args.quick:
             CACHE.parent.mkdir(exist_ok=True)
             CACHE.write_text(json.dumps(data, indent=1))

@@ -90,8 +90,8 @@ class Device:
     compute_notes: dict = field(default_factory=dict)
     efficiency: dict = field(default_factory=dict)   # op class → fraction of peak (calibrated devices)
     layer_overhead: dict = field(default_factory=dict)   # op class → seconds each layer call costs on top of its work
-    # a new output larger than alloc_threshold bytes lands on fresh pages from the OS (glibc serves big blocks with
-    # mmap): writing it runs at alloc_bandwidth (page faults) on top of the memory traffic — a CPU effect
+    # a Linux CPU's malloc (glibc): alloc_threshold is its largest mmap threshold (32 MiB on 64-bit); bytes a forward
+    # pass writes to fresh pages (core.cpu_heap replays its allocations) run at alloc_bandwidth, the page-fault rate
     alloc_threshold: float | None = None
     alloc_bandwidth: float | None = None
     user: bool = False

@@ -17,6 +17,7 @@ from functools import cached_property, lru_cache
 from math import ceil, log2
 from typing import Any
 
+from .cpu_heap import fresh_bytes
 from .devices import Device, DeviceDB, Interconnect, load_devices
 from .errors import CalcError
 from .graph import Compiled, NodeInfo
@@ -217,23 +218,33 @@ class Estimate:
         self.bandwidth = device.memory_bandwidth
         self.work = _work(report.compiled, self.fused)
 
+    @cached_property
+    def fresh_bytes(self) -> tuple[int, ...]:
+        """Per node, the forward pass's bytes written to fresh pages: on a device with a page-fault rate (a
+        calibrated Linux CPU: ``alloc_threshold`` is glibc's largest mmap threshold), glibc's malloc replayed over
+        the pass (``core.cpu_heap``); zeros elsewhere (a GPU's caching allocator reuses its memory)."""
+        dev, p = self.device, self.precision
+        if not (dev.alloc_threshold and dev.alloc_bandwidth):
+            return (0,) * len(self.work.nodes)
+        return fresh_bytes(self.report.compiled, self.report.batch_size, p.activation, p.weight,
+                           int(dev.alloc_threshold))
+
     # -- per-pass totals --------------------------------------------------------------------------------------
     def _pass_time(self, flops: float, act: float, weights: float, xbytes: float = 0,
-                   info: NodeInfo | None = None, forward: bool = False) -> tuple[float, float, float]:
+                   info: NodeInfo | None = None, fresh: float = 0) -> tuple[float, float, float]:
         """(compute s, memory s, total s) for ``flops`` at this batch, ``act`` activation elements and ``xbytes``
         fixed-width bytes per sample, and ``weights`` weight elements per batch. A calibrated device's efficiency
         for the node's class of work multiplies the PPP; its per-layer overhead (the fixed cost of calling a layer:
-        dispatch, allocation, library setup) is added to the total of every layer that runs."""
+        dispatch, allocation, library setup) is added to the total of every layer that runs; ``fresh`` bytes
+        written to pages the process has not touched yet (``fresh_bytes``) cost the device's page-fault rate."""
         p, n = self.precision, self.report.batch_size
         dev = self.device
         cls = op_class(info) if info is not None and (dev.efficiency or dev.layer_overhead) else None
         eff = _class_figure(dev.efficiency, cls, 1.0) if cls else 1.0
         compute = flops / (self.peak * self.ppp * eff)
         memory = (act * n * p.activation + xbytes * n + weights * p.weight) / (self.bandwidth * self.ppp_memory)
-        if forward and dev.alloc_threshold and info is not None and info.moves_data and not info.rule.alias:
-            out = info.out_elems * n * p.activation
-            if out > dev.alloc_threshold:
-                memory += out / dev.alloc_bandwidth
+        if fresh:
+            memory += fresh / dev.alloc_bandwidth
         total = max(compute, memory) if self.variant == "roofline" else compute + memory
         if cls and (flops or memory) and not info.rule.alias:
             total += _class_figure(dev.layer_overhead, cls, 0.0)
@@ -259,7 +270,8 @@ class Estimate:
         roofline = self.variant == "roofline"
         for k, info in enumerate(w.nodes):
             flops = self._layer_flops(info, fs[k])
-            c, m, t = self._pass_time(flops, acts[k], weights[k], xs[k], info, forward=which == "fwd")
+            c, m, t = self._pass_time(flops, acts[k], weights[k], xs[k], info,
+                                      self.fresh_bytes[k] if which == "fwd" else 0)
             tot[0] += flops
             tot[1] += (acts[k] * p.activation + xs[k]) * n + weights[k] * p.weight
             tot[2] += c
@@ -331,7 +343,7 @@ class Estimate:
         for k, info in enumerate(w.nodes):
             f = self._layer_flops(info, w.fwd_f[k])
             fb = w.fwd_a[k] * n * p.activation + w.fwd_w[k] * p.weight
-            c, m, t = self._pass_time(f, w.fwd_a[k], w.fwd_w[k], 0, info, forward=True)
+            c, m, t = self._pass_time(f, w.fwd_a[k], w.fwd_w[k], 0, info, self.fresh_bytes[k])
             bf = self._layer_flops(info, w.bwd_f[k])
             bc, bm, bt = self._pass_time(bf, w.bwd_a[k], w.bwd_w[k], w.bwd_x[k], info)
             bb = (w.bwd_a[k] * p.activation + w.bwd_x[k]) * n + w.bwd_w[k] * p.weight

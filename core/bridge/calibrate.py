@@ -4,7 +4,8 @@
 ``DeviceDB.add`` like any user device); ``save_local(spec)`` adds it to the user's device file, after which
 ``estimate(model, "local")`` and ``python -m core estimate MODEL --device local`` use it.
 
-What is measured (every figure is the best run: on a shared machine the fastest run is the least disturbed one):
+What is measured (the ceilings, peak and bandwidth, are the best run: on a shared machine the fastest run is the
+least disturbed one; the layers are the median run, as a network's latency is, and as ``core.paleo`` predicts):
 
 * ``peak_flops`` per dtype: square ``torch.mm`` of a few sizes (FLOPs = 2·n³), the best rate over sizes; for fp32,
   raised to the rate of the conv or linear layer below if one ran faster (no layer can outrun the peak, so the GEMM
@@ -12,9 +13,12 @@ What is measured (every figure is the best run: on a shared machine the fastest 
 * ``memory_bandwidth``: STREAM-like copy (``b.copy_(a)``, 2 × array bytes moved) and triad (``a = b + s·c`` as
   ``torch.add(b, c, alpha=s, out=a)``, 3 × array bytes) on fp32 arrays far larger than the caches; the larger rate;
 * ``alloc_threshold`` / ``alloc_bandwidth`` (Linux CPU only): glibc hands blocks above its mmap threshold (at most
-  32 MiB on 64-bit) straight from the OS, so a new output that large page-faults on first touch — a ReLU into a new
-  64 MiB tensor runs at a fraction of the copy bandwidth. The rate is that ReLU's time less its reads and writes at
-  the measured bandwidth; ``core.paleo`` adds a forward layer's output bytes above the threshold at that rate;
+  32 MiB on 64-bit, the ``alloc_threshold``) straight from the OS, and gives heap memory back when enough is free at
+  its top, so new tensors often land on pages the process has not touched and page-fault on first write — a ReLU
+  into a new 64 MiB tensor runs at a fraction of the copy bandwidth. The rate is the bytes that ReLU faulted in
+  (minor page faults × page size) over its time less its reads and writes at the measured bandwidth;
+  ``core.paleo`` replays a network's allocations through a model of glibc (``core.cpu_heap``) and charges the
+  fresh bytes at that rate;
 * ``memory_capacity``: physical memory (``os.sysconf``), or the GPU's total memory;
 * ``layer_overhead`` per class of work (``core.devices.OP_CLASSES``): the time of a tiny layer of the class (a 3×3
   conv on 4 channels of 4×4, the same depthwise, a 4→4 linear, a ReLU on 64 numbers), called as an ``nn.Module`` like
@@ -29,7 +33,9 @@ What is measured (every figure is the best run: on a shared machine the fastest 
   global average pool) and elementwise (ReLU, BatchNorm in eval mode, SiLU, Hardswish). The engine itself counts
   each layer's FLOPs and bytes and splits PALEO's forward time, at the measured fp32 peak and bandwidth, into
   compute ``c`` and memory ``m``; a class's efficiency is the factor that makes PALEO's sum (``c / efficiency + m +
-  overhead``) reproduce the suite's measured time ``t``: ``Σc / Σ(t − m − overhead)``, clamped to [0.0001, 1]. For
+  fresh + overhead``) reproduce the suite's measured time ``t``: ``Σc / Σ(t − m − fresh − overhead)``, clamped to
+  [0.0001, 1], where ``fresh`` is the run's own counted page faults at the page-fault rate (a tight loop of one
+  layer faults differently from a network, and ``core.paleo`` models a network's faults itself). For
   conv and linear ``m`` is small and this is close to achieved FLOP/s ÷ fp32 GEMM peak; for the memory-bound classes
   it is the compute share left once the memory term at the measured bandwidth is paid, which is how ``core.paleo``
   applies it. Every layer's efficiency and raw achieved FLOP/s ÷ peak are in the note.
@@ -82,19 +88,43 @@ class _Budget:
             self.progress(min(done / self.total, 0.999) if self.left else 1.0, message)
 
 
-def _bench(fn, clock: Clock, budget: float, cancel: Any = None, max_runs: int = 200) -> float:
-    """Fastest of repeated runs of ``fn`` within ``budget`` seconds (at least one run)."""
+def _minor_faults() -> int | None:
+    """This process's minor page faults so far (pages the kernel mapped on first touch); None without getrusage."""
+    try:
+        import resource
+    except ImportError:         # not on Windows
+        return None
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def _bench(fn, clock: Clock, budget: float, cancel: Any = None, max_runs: int = 200, faults: bool = False,
+           median: bool = False):
+    """The fastest (or with ``median``, the median) of repeated runs of ``fn`` within ``budget`` seconds (at least
+    one run); with ``faults``, also the bytes that run wrote to fresh pages (its minor page faults × the page size;
+    0 where they cannot be counted)."""
     end = time.perf_counter() + budget
-    best = math.inf
+    runs = []
+    page = _page_size()
     for _ in range(max_runs):
+        before = _minor_faults() if faults else None
         with clock():
             fn()
-        best = min(best, clock.last)
+        after = _minor_faults() if before is not None else None
+        runs.append((max(clock.last, 1e-9), (after - before) * page if after is not None else 0))
         if time.perf_counter() >= end:
             break
         if _cancelled(cancel):
             raise CalcError("calibration cancelled")
-    return max(best, 1e-9)
+    runs.sort()
+    t, fresh = runs[(len(runs) - 1) // 2] if median else runs[0]
+    return (t, fresh) if faults else t
+
+
+def _page_size() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return 4096
 
 
 def _gemm_peak(torch, dev, name: str, budget: float, clock: Clock, cancel: Any) -> tuple[float, int]:
@@ -151,9 +181,9 @@ def _fresh_pages(torch, dev, budget: float, clock: Clock, cancel: Any, bandwidth
         return None
     n = 64 * 2 ** 20 // 4
     x = torch.randn(n)
-    t = _bench(lambda: torch.relu(x), clock, budget, cancel)
+    t, counted = _bench(lambda: torch.relu(x), clock, budget, cancel, faults=True)
     fresh = t - 2 * n * 4 / bandwidth
-    return (32 * 2 ** 20, n * 4 / fresh) if fresh > 0 else None
+    return (32 * 2 ** 20, (counted or n * 4) / fresh) if fresh > 0 else None
 
 
 def _class_cases(torch, dev) -> dict:
@@ -209,7 +239,8 @@ def _class_cases(torch, dev) -> dict:
 
 
 def _time_layers(torch, dev, budget: float, clock: Clock, cancel: Any) -> dict:
-    """op class → [(IR network, batch, best measured seconds)] for the representative layers."""
+    """op class → [(IR network, batch, best measured seconds, bytes that run wrote to fresh pages)] for the
+    representative layers."""
     cases = _class_cases(torch, dev)
     out = {}
     end = time.perf_counter() + budget
@@ -219,7 +250,8 @@ def _time_layers(torch, dev, budget: float, clock: Clock, cancel: Any) -> dict:
             out[cls] = []
             for network, batch, module in layers:
                 x = torch.randn(batch, *network.inputs[0][1], device=dev)
-                out[cls].append((network, batch, _bench(lambda: module(x), clock, share / len(layers), cancel)))
+                out[cls].append((network, batch, *_bench(lambda: module(x), clock, share / len(layers), cancel,
+                                                          faults=dev.type == "cpu", median=True)))
                 del x
     return out
 
@@ -227,24 +259,27 @@ def _time_layers(torch, dev, budget: float, clock: Clock, cancel: Any) -> dict:
 def _efficiencies(timed: dict, peak: float, bandwidth: float, fresh: tuple | None = None) -> dict:
     """op class → (efficiency, achieved FLOP/s ÷ peak, {layer: (efficiency, achieved ÷ peak)}, overhead s); see the
     module docstring. The first (tiny) layer of a class gives its overhead; the suite after it, the efficiency: the
-    suite's compute time over its measured time less memory and overhead (Σc ÷ Σ(t − m − overhead)), i.e. what a
-    network made of those layers reaches."""
+    suite's compute time over its measured time less memory, page faults and overhead (Σc ÷ Σ(t − m − fresh −
+    overhead)), i.e. what a network made of those layers reaches. ``fresh`` is the time the run's counted fresh-page
+    bytes take at the page-fault rate: ``core.paleo`` adds that term for a network from its own replay of the
+    allocator, so it must not also hide in the efficiency."""
     from ..devices import Device
     from ..graph import compile_network
     from ..paleo import Estimate
     from ..report import Report
 
     probe = Device(id="local", name="calibration", vendor="-", kind="CPU", year=2000, peak_flops={"fp32": peak},
-                   memory_bandwidth=bandwidth, source="-", efficiency={"conv": 1.0},
-                   alloc_threshold=fresh[0] if fresh else None, alloc_bandwidth=fresh[1] if fresh else None)
+                   memory_bandwidth=bandwidth, source="-", efficiency={"conv": 1.0})
+    fault_rate = fresh[1] if fresh else None
     out = {}
     for cls, (tiny, *layers) in timed.items():
         overhead = tiny[2]
         per, sums = {}, [0.0, 0.0, 0.0, 0.0]          # compute, time left for compute, FLOPs, time
-        for k, (network, batch, t) in enumerate(layers):
+        for k, (network, batch, t, fresh_bytes) in enumerate(layers):
             tot = Estimate(Report(compile_network(network), batch, "fp32"), probe).totals
             c, m = tot["forward_compute_s"], tot["forward_memory_s"]
-            left = max(t - m - overhead, 0.0)
+            faults = fresh_bytes / fault_rate if fault_rate else 0.0
+            left = max(t - m - faults - overhead, 0.0)
             per[f"{network.name}{k}"] = (min(max(c / left, 1e-4), 1.0) if left else 1.0,
                                          tot["forward_flops"] / t / peak)
             sums = [sums[0] + c, sums[1] + left, sums[2] + tot["forward_flops"], sums[3] + t]
@@ -337,7 +372,7 @@ def _calibrate(torch, dev, seconds, progress, dtypes, cancel) -> dict:
     timed = _time_layers(torch, dev, budget.share("layers"), clock, cancel)
     gemm_fp32 = peaks["fp32"]
     for cls in ("conv", "linear"):     # no layer outruns the peak: if one did, the GEMM runs were disturbed
-        for network, batch, t in timed[cls][1:]:
+        for network, batch, t, _ in timed[cls][1:]:
             rate = _layer_flops(network, batch) / t
             if rate > peaks["fp32"]:
                 peaks["fp32"] = rate

@@ -1,0 +1,165 @@
+"""Which bytes of a CPU forward pass land on fresh pages: a replay of its allocations through glibc's malloc.
+
+Why it matters. On Linux a tensor's memory comes from glibc ``malloc``. Memory the process has not touched yet (a
+new ``mmap`` block, or heap regrown after a trim) page-faults on first write: the kernel zeroes and maps each 4 KiB
+page, about 1.3–1.9 GB/s on the 2-core machine this was measured on against ~20 GB/s for a copy. Whether an output
+lands on fresh pages depends on the allocator's state, not on the output alone: the same BatchNorm output is fresh
+in one layer and reused memory in the next. So this module replays a forward pass's allocations through a model of
+glibc's main arena (glibc ``malloc/malloc.c``, behaviour as documented in ``mallopt(3)``):
+
+* a block of at least the mmap threshold is ``mmap``-ed: all its bytes are fresh. Freeing it raises the threshold to
+  its size when it is larger, up to ``mmap_max`` (``DEFAULT_MMAP_THRESHOLD_MAX``: 32 MiB on 64-bit), and sets the
+  trim threshold to twice the new threshold. Both start at 128 KiB;
+* a smaller block takes the smallest free heap chunk that holds it (freed neighbours coalesce), else it is carved
+  from the top of the heap; bytes beyond those the heap has touched before are fresh;
+* when the free space at the top of the heap reaches the trim threshold, the heap is trimmed back to 128 KiB of
+  padding (``M_TOP_PAD``): those pages are fresh again next time.
+
+What each layer allocates (PyTorch on CPU with oneDNN; measured as minor page faults, ``getrusage``, per call with
+the mmap threshold pinned low so that every allocation is a fresh ``mmap``):
+
+* ``conv2d`` runs on oneDNN's blocked layouts: reordered copies of the input (not for ≤ 3 input channels, which
+  oneDNN reads as they are), of the weights and of the output, then the output itself; the copies are freed after.
+  A 1×1, stride-1, ungrouped conv at batch ≤ 8 runs on the plain layout and allocates only its output;
+* max pooling: the output and its int64 indices, which are freed after;
+* activations run in place (torchvision builds ReLU, ReLU6, SiLU, Hardswish, Hardsigmoid with ``inplace=True``);
+  views and dropout in eval mode allocate nothing; every other layer allocates its output;
+* a tensor is freed after its last consumer; the network's input is the caller's and stays.
+
+The pass is replayed ``passes`` times on one heap (timed runs follow warm-up runs) and the last pass's fresh bytes
+are returned, per node. ``core.paleo`` charges them at the device's page-fault rate (``alloc_bandwidth``).
+Not modelled: glibc's small-block bins and fragmentation by Python's own objects, in-place adds written as
+``out += identity`` (counted as new outputs), and other allocators (jemalloc, tcmalloc, a GPU's caching allocator).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+MIB = 2 ** 20
+START_THRESHOLD = 128 * 1024      # M_MMAP_THRESHOLD and M_TRIM_THRESHOLD before any adjustment
+TOP_PAD = 128 * 1024              # M_TOP_PAD: what a trim leaves at the top of the heap
+ALIGN = 64                        # PyTorch's CPU allocations are 64-byte aligned
+HEADER = 16                       # a chunk's size field and alignment slack, in the size glibc compares
+PAGE = 4096
+SPLIT_MIN = 4096                  # a remainder smaller than this stays with the chunk (keeps the list short)
+PLAIN_1X1_MAX_BATCH = 8           # 1×1 stride-1 convs at this batch or less run on oneDNN's plain layout
+IN_PLACE = frozenset({"relu", "relu6", "silu", "hardswish", "hardsigmoid"})
+NO_ALLOCATION = frozenset({"dropout", "identity", "parameter"})
+
+
+class Heap:
+    """glibc's main arena, reduced to what decides fresh pages for large blocks (see the module docstring)."""
+
+    def __init__(self, mmap_max: int):
+        self.mmap_max = mmap_max
+        self.mmap_threshold = self.trim_threshold = START_THRESHOLD
+        self.chunks: list[list] = []    # [start, size, free], in address order, below the top
+        self.top = 0                    # where the top chunk starts
+        self.mapped = 0                 # heap end: bytes obtained from the OS (sbrk)
+        self.touched = 0                # heap bytes written since they were last handed back
+        self.fresh = 0                  # fresh bytes so far
+
+    def malloc(self, size: int) -> list:
+        size = -(-size // ALIGN) * ALIGN
+        if size + HEADER >= self.mmap_threshold:
+            self.fresh += size
+            return ["mmap", -(-(size + HEADER) // PAGE) * PAGE, False]      # whole pages, header included
+        fits = [c for c in self.chunks if c[2] and c[1] >= size]
+        if fits:
+            chunk = min(fits, key=lambda c: c[1])
+            if chunk[1] - size >= SPLIT_MIN:
+                self.chunks.insert(self.chunks.index(chunk) + 1, [chunk[0] + size, chunk[1] - size, True])
+                chunk[1] = size
+            chunk[2] = False
+            return chunk
+        start, end = self.top, self.top + size
+        if end > self.touched:
+            self.fresh += end - max(self.touched, start)
+            self.touched = end
+        self.mapped = max(self.mapped, end + TOP_PAD)
+        chunk = [start, size, False]
+        self.chunks.append(chunk)
+        self.top = end
+        return chunk
+
+    def free(self, chunk: list) -> None:
+        if chunk[0] == "mmap":
+            if self.mmap_threshold < chunk[1] <= self.mmap_max:
+                self.mmap_threshold, self.trim_threshold = chunk[1], 2 * chunk[1]
+            return
+        k = self.chunks.index(chunk)
+        chunk[2] = True
+        if k + 1 < len(self.chunks) and self.chunks[k + 1][2]:
+            chunk[1] += self.chunks.pop(k + 1)[1]
+        if k > 0 and self.chunks[k - 1][2]:
+            self.chunks[k - 1][1] += self.chunks.pop(k)[1]
+        if self.chunks and self.chunks[-1][2]:
+            self.top = self.chunks.pop()[0]
+        if self.mapped - self.top >= self.trim_threshold:
+            self.mapped = self.top + TOP_PAD
+            self.touched = min(self.touched, self.mapped)
+
+
+def layer_allocations(info, batch: int, act_bytes: int, weight_bytes: int) -> tuple[tuple, int]:
+    """(steps, output bytes) of one node's forward call. A step is ``("alloc", size)`` for a temporary block,
+    ``("free", j)`` for the j-th temporary, or ``("out",)`` for the output; output bytes are 0 when the output is
+    the input's block (views, in-place activations). The orders are those glibc sees (traced with an LD_PRELOAD
+    shim on ``malloc``/``posix_memalign``/``free``): a blocked-layout conv allocates the input copy, the weight copy
+    and the output copy, frees the first two, allocates the output and frees the output copy after reordering
+    into it; max pooling allocates the output, then its indices, then frees the indices."""
+    out = info.out_elems * batch * act_bytes
+    if info.rule.alias or not info.moves_data or info.op in IN_PLACE or info.op in NO_ALLOCATION:
+        return (), 0
+    if info.op == "conv2d":
+        a = info.attrs
+        if a["kernel_size"] == (1, 1) and a["stride"] == (1, 1) and a["groups"] == 1 \
+                and batch <= PLAIN_1X1_MAX_BATCH:
+            return (("out",),), out
+        weights = ("alloc", (info.params.trainable + info.params.frozen) * weight_bytes)
+        if info.in_shapes[0][0] <= 3:             # read as it is: the weight and output copies only
+            return (weights, ("alloc", out), ("free", 0), ("out",), ("free", 1)), out
+        src = ("alloc", info.in_elems * batch * act_bytes)
+        return (src, weights, ("alloc", out), ("free", 1), ("free", 0), ("out",), ("free", 2)), out
+    if info.op == "max_pool2d":
+        return (("out",), ("alloc", info.out_elems * batch * 8), ("free", 0)), out
+    return (("out",),), out
+
+
+@lru_cache(maxsize=128)
+def fresh_bytes(compiled, batch: int, act_bytes: int, weight_bytes: int, mmap_max: int,
+                passes: int = 4) -> tuple[int, ...]:
+    """Fresh bytes each node of ``compiled`` writes in a warm forward pass at ``batch``, in node order."""
+    nodes = compiled.nodes
+    plan = [layer_allocations(n, batch, act_bytes, weight_bytes) for n in nodes]
+    owner: dict[str, str] = {}          # node → the node whose block holds its output (views, in-place ops)
+    for n, (_, out) in zip(nodes, plan):
+        owner[n.name] = n.name if out or not n.inputs else owner.get(n.inputs[0], n.inputs[0])
+    dies_at: dict[str, int] = {}
+    for k, n in enumerate(nodes):
+        for name in n.inputs:
+            dies_at[owner.get(name, name)] = k
+    frees = [[] for _ in nodes]
+    for root, k in dies_at.items():
+        frees[k].append(root)
+    heap = Heap(mmap_max)
+    per_node = [0] * len(nodes)
+    for _ in range(passes):
+        live: dict[str, list] = {}
+        for k, (n, (steps, out)) in enumerate(zip(nodes, plan)):
+            before = heap.fresh
+            temps = []
+            for step in steps:
+                if step[0] == "alloc":
+                    temps.append(heap.malloc(step[1]))
+                elif step[0] == "free":
+                    heap.free(temps[step[1]])
+                else:
+                    live[n.name] = heap.malloc(out)
+            for root in frees[k]:
+                if root in live:
+                    heap.free(live.pop(root))
+            per_node[k] = heap.fresh - before
+        for b in live.values():                      # the outputs, dropped by the caller
+            heap.free(b)
+    return tuple(per_node)
