@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import importlib
+import inspect
 import os
 import platform
 import re
@@ -95,16 +96,19 @@ def section(name: str, body: str, m: dict, started: str, seconds: float, quick: 
             f"commit {m['commit']}, in {seconds:.0f} s: {run}._\n<!-- /bench:{name} -->\n")
 
 
-def run(names, quick: bool, m: dict, on_section=None) -> dict[str, str]:
-    """{name: section text} for the benchmarks named, each measured now; ``on_section(sections)`` after each one
-    (so a long run that fails later keeps what it finished)."""
+def run(names, quick: bool, m: dict, on_section=None, reuse: bool = False) -> dict[str, str]:
+    """{name: section text} for the benchmarks named, each measured now (with ``reuse``, a benchmark that caches
+    its measurements re-evaluates the cache instead); ``on_section(sections)`` after each one (so a long run that
+    fails later keeps what it finished)."""
     out = {}
     for name in names:
         mod = importlib.import_module(BENCHMARKS[name])
         print(f"running {name} ({mod.__name__}{', quick' if quick else ''}) …", file=sys.stderr, flush=True)
         t, started = time.perf_counter(), _now()
-        progress = {"progress": mod.progress} if hasattr(mod, "progress") else {}   # long runs report as they go
-        results = mod.measure(quick=quick, **progress)
+        kw = {"progress": mod.progress} if hasattr(mod, "progress") else {}   # long runs report as they go
+        if reuse and "reuse" in inspect.signature(mod.measure).parameters:
+            kw["reuse"] = True
+        results = mod.measure(quick=quick, **kw)
         out[name] = section(name, mod.markdown(results), m, started, time.perf_counter() - t, quick)
         if on_section:
             on_section(out)
@@ -128,6 +132,8 @@ def main(argv=None) -> str:
                     help=f"run this benchmark only (repeatable): {', '.join(BENCHMARKS)}")
     ap.add_argument("--quick", action="store_true", help="smoke-test sizes; prints unless --out is given")
     ap.add_argument("--out", type=Path, help=f"the document to write (default {DEFAULT_OUT.relative_to(ROOT)})")
+    ap.add_argument("--reuse", action="store_true",
+                    help="re-evaluate cached measurements where a benchmark keeps them (predict) instead of measuring")
     args = ap.parse_args(argv)
     names = [n for n in BENCHMARKS if n in (args.only or BENCHMARKS)]
     out = args.out or (None if args.quick else DEFAULT_OUT)
@@ -140,7 +146,7 @@ def main(argv=None) -> str:
             out.write_text(assemble(sections, old, args.quick, m), encoding="utf-8")
             print(f"wrote {out}", file=sys.stderr, flush=True)
 
-    doc = assemble(run(names, args.quick, m, on_section=write), old, args.quick, m)
+    doc = assemble(run(names, args.quick, m, on_section=write, reuse=args.reuse), old, args.quick, m)
     if not out:
         print(doc)
     return doc

@@ -134,7 +134,11 @@ def format_estimate(est) -> str:
            f"Peak {_si(est.peak, 'FLOP/s')}, bandwidth {_si(est.bandwidth, 'B/s')}, "
            f"ridge {r['ridge_flop_per_byte']:,.2f} FLOP/byte",
            f"Forward:        {_seconds(t['forward_s'])}  (compute {_seconds(t['forward_compute_s'])}, "
-           f"memory {_seconds(t['forward_memory_s'])})  → {t['inference_samples_per_s']:,.1f} samples/s",
+           f"memory {_seconds(t['forward_memory_s'])}"
+           + (f" of which {_seconds(t['forward_fresh_s'])} writing {_si(t['forward_fresh_bytes'], 'B')} to fresh "
+              "pages" if t["forward_fresh_s"] else "")
+           + (f", per-layer overhead {_seconds(t['forward_overhead_s'])}" if t["forward_overhead_s"] else "")
+           + f")  → {t['inference_samples_per_s']:,.1f} samples/s",
            f"Backward:       {_seconds(t['backward_s'])}",
            f"Weight update:  {_seconds(t['update_s'])} ({est.report.optimizer})"]
     if est.workers > 1:

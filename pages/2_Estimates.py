@@ -30,6 +30,8 @@ if tab_parts.open:
     tab_parts.dataframe(pd.DataFrame([
         {"part": "forward compute", "ms": t["forward_compute_s"] * 1e3},
         {"part": "forward memory", "ms": t["forward_memory_s"] * 1e3},
+        *([{"part": "  of which fresh pages (page faults)", "ms": t["forward_fresh_s"] * 1e3}]
+          if t["forward_fresh_s"] else []),
         {"part": "backward compute", "ms": t["backward_compute_s"] * 1e3},
         {"part": "backward memory", "ms": t["backward_memory_s"] * 1e3},
         *([{"part": "per-layer overhead (forward + backward)",
@@ -38,8 +40,10 @@ if tab_parts.open:
         {"part": "weight update", "ms": t["update_s"] * 1e3},
     ]), hide_index=True, key="breakdown")
     tab_parts.caption("PALEO: each layer takes compute time (FLOPs / (PPP × peak)) plus memory time (bytes read "
-                      "and written / bandwidth); a calibrated device adds its measured cost per layer call. A "
-                      "training step is forward + backward + weight update.")
+                      "and written / bandwidth); a calibrated device adds its measured cost per layer call, and "
+                      "a calibrated Linux CPU the time its forward pass spends writing to fresh pages (page "
+                      "faults, from a replay of glibc's malloc). A training step is forward + backward + weight "
+                      "update.")
 
 if tab_batch.open:
     runs = sweep(report, [dev], BATCHES, dtype=report.dtype, ppp=est.ppp, optimizer=report.optimizer)

@@ -47,7 +47,6 @@ time still left, so setup costs are absorbed and the whole run stays within ``se
 from __future__ import annotations
 
 import datetime as _dt
-import math
 import os
 import platform
 import time
