@@ -249,3 +249,13 @@ def test_live_limits_and_small_inputs():
         bm.check_live(core.analyze(two), 100)
     assert bm.across_input(core.load_network("resnet18")) == "3×64×64"
     assert bm.across_input(core.load_network("mnist_cnn")) is None
+
+
+def test_calibration_table_lists_the_fresh_page_rate_in_gb_per_s():
+    """A calibrated Linux CPU's page-fault rate, 1.9e9 B/s, reads 1.9 GB/s; a spec without one has no such row."""
+    spec = {"peak_flops": {"fp32": 9.3e10}, "memory_bandwidth": 2.0e10, "alloc_bandwidth": 1.9e9}
+    rows = bm.calibration_rows(spec).set_index("figure")
+    assert rows.loc["writing to fresh pages (page faults)", "value"] == pytest.approx(1.9)
+    assert rows.loc["writing to fresh pages (page faults)", "unit"] == "GB/s"
+    del spec["alloc_bandwidth"]
+    assert "writing to fresh pages (page faults)" not in set(bm.calibration_rows(spec)["figure"])

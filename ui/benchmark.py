@@ -167,13 +167,17 @@ def summary(result, report: core.Report) -> str:
 # == calibration ==================================================================================================
 
 def calibration_rows(spec: dict) -> pd.DataFrame:
-    """The figures a calibration measured: peak per dtype, bandwidth, efficiency and overhead per class of work."""
+    """The figures a calibration measured: peak per dtype, bandwidth, efficiency and overhead per class of work, the
+    fresh-page rate."""
     rows = [{"figure": f"{k} peak", "value": v / 1e9, "unit": "GFLOP/s"} for k, v in spec["peak_flops"].items()]
     rows.append({"figure": "memory bandwidth", "value": spec["memory_bandwidth"] / 1e9, "unit": "GB/s"})
     rows += [{"figure": f"{k} efficiency", "value": v, "unit": "of fp32 peak"}
              for k, v in spec.get("efficiency", {}).items()]
     rows += [{"figure": f"{k} overhead per layer", "value": v * 1e6, "unit": "µs"}
              for k, v in spec.get("layer_overhead", {}).items()]
+    if spec.get("alloc_bandwidth"):
+        rows.append({"figure": "writing to fresh pages (page faults)", "value": spec["alloc_bandwidth"] / 1e9,
+                     "unit": "GB/s"})
     if spec.get("memory_capacity"):
         rows.append({"figure": "memory capacity", "value": spec["memory_capacity"] / 2 ** 30, "unit": "GiB"})
     return pd.DataFrame(rows)
