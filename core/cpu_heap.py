@@ -12,8 +12,9 @@ glibc's main arena (glibc ``malloc/malloc.c``, behaviour as documented in ``mall
   trim threshold to twice the new threshold. Both start at 128 KiB;
 * a smaller block takes the smallest free heap chunk that holds it (freed neighbours coalesce), else it is carved
   from the top of the heap; bytes beyond those the heap has touched before are fresh;
-* when the free space at the top of the heap reaches the trim threshold, the heap is trimmed back to 128 KiB of
-  padding (``M_TOP_PAD``): those pages are fresh again next time.
+* when a free (of at least 64 KiB once merged with free neighbours) leaves the free space at the top of the heap at
+  or above the trim threshold, the heap is trimmed back to 128 KiB of padding (``M_TOP_PAD``): those pages are fresh
+  again next time.
 
 What each layer allocates (PyTorch on CPU with oneDNN; measured as minor page faults, ``getrusage``, per call with
 the mmap threshold pinned low so that every allocation is a fresh ``mmap``):
@@ -42,6 +43,7 @@ TOP_PAD = 128 * 1024              # M_TOP_PAD: what a trim leaves at the top of 
 ALIGN = 64                        # PyTorch's CPU allocations are 64-byte aligned
 HEADER = 16                       # a chunk's size field and alignment slack, in the size glibc compares
 PAGE = 4096
+TRIM_CHECK = 64 * 1024            # FASTBIN_CONSOLIDATION_THRESHOLD: only a free this large (merged) may trim
 SPLIT_MIN = 4096                  # a remainder smaller than this stays with the chunk (keeps the list short)
 PLAIN_1X1_MAX_BATCH = 8           # 1×1 stride-1 convs at this batch or less run on oneDNN's plain layout
 IN_PLACE = frozenset({"relu", "relu6", "silu", "hardswish", "hardsigmoid"})
@@ -94,9 +96,11 @@ class Heap:
             chunk[1] += self.chunks.pop(k + 1)[1]
         if k > 0 and self.chunks[k - 1][2]:
             self.chunks[k - 1][1] += self.chunks.pop(k)[1]
+            chunk = self.chunks[k - 1]
+        merged = chunk[1]
         if self.chunks and self.chunks[-1][2]:
             self.top = self.chunks.pop()[0]
-        if self.mapped - self.top >= self.trim_threshold:
+        if merged >= TRIM_CHECK and self.mapped - self.top >= self.trim_threshold:
             self.mapped = self.top + TOP_PAD
             self.touched = min(self.touched, self.mapped)
 

@@ -52,6 +52,18 @@ def test_the_heap_is_trimmed_when_its_free_top_reaches_the_trim_threshold():
     assert h.fresh == 4_063_232
 
 
+def test_only_a_free_of_at_least_64_kib_may_trim():
+    """Start thresholds (128 KiB). 100 KiB then 20 KiB from the heap: its end at 122,880 + 131,072 pad = 253,952.
+    Freeing the 20 KiB block leaves 253,952 − 102,400 = 151,552 B free at the top, above 131,072, but a 20,480 B free
+    does not trim; freeing the 100 KiB block (102,400 B) does: back to the 131,072 pad."""
+    h = Heap(32 * MIB)
+    a, b = h.malloc(100 * KIB), h.malloc(20 * KIB)
+    h.free(b)
+    assert h.mapped == 253_952
+    h.free(a)
+    assert h.mapped == 131_072
+
+
 def test_freed_neighbours_coalesce_and_are_reused_best_fit():
     """64 KiB + 32 KiB + 64 KiB (all under 128 KiB: heap) = 163,840 fresh. Freeing the first two merges them into
     one 98,304 B chunk, which a 96 KiB request takes whole: no fresh bytes, the top unchanged."""
