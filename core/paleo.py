@@ -309,7 +309,7 @@ class Estimate:
             "forward_s": fwd[4], "forward_compute_s": fwd[2], "forward_memory_s": fwd[3],
             "forward_overhead_s": fwd[5],
             "forward_fresh_bytes": fresh,      # written to fresh pages (page faults); their time is in forward_memory_s
-            "forward_fresh_s": fresh / (self.device.alloc_bandwidth * self.ppp_memory) if fresh else 0.0,
+            "forward_fresh_s": fresh / self.device.alloc_bandwidth if fresh else 0.0,
             "backward_s": bwd[4], "backward_compute_s": bwd[2], "backward_memory_s": bwd[3],
             "backward_overhead_s": bwd[5],
             "update_s": update_s, "communication_s": comm_s,

@@ -238,7 +238,7 @@ def _class_cases(torch, dev) -> dict:
 
 
 def _time_layers(torch, dev, budget: float, clock: Clock, cancel: Any) -> dict:
-    """op class → [(IR network, batch, best measured seconds, bytes that run wrote to fresh pages)] for the
+    """op class → [(IR network, batch, median measured seconds, bytes that run wrote to fresh pages)] for the
     representative layers."""
     cases = _class_cases(torch, dev)
     out = {}
