@@ -243,6 +243,8 @@ def test_bytes_written_to_fresh_pages_cost_the_page_fault_rate():
     a, b = estimate("mnist_cnn", base, batch_size=64), estimate("mnist_cnn", fresh, batch_size=64)
     assert b.totals["forward_s"] - a.totals["forward_s"] == pytest.approx(42_565_632 / 1e9, rel=1e-9)
     assert b.totals["forward_memory_s"] - a.totals["forward_memory_s"] == pytest.approx(42_565_632 / 1e9, rel=1e-9)
+    assert (b.totals["forward_fresh_bytes"], a.totals["forward_fresh_bytes"]) == (42_565_632, 0)
+    assert b.totals["forward_fresh_s"] == pytest.approx(42_565_632 / 1e9, rel=1e-9)
     by_layer = {r["name"]: r["forward_s"] - q["forward_s"] for r, q in zip(b.layers, a.layers)}
     assert by_layer["conv2"] == pytest.approx(24_412_160 / 1e9, rel=1e-9)
     assert by_layer["fc1"] == 0
