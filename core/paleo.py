@@ -129,7 +129,9 @@ def op_class(info: NodeInfo) -> str:
     if info.rule.category in ("linear", "matmul", "attention"):
         return "linear"
     if info.rule.category == "pool":
-        return "pool"
+        # a global pool (one number per channel) streams its input once, as elementwise work does; windowed
+        # pooling revisits each input several times and runs far slower on a CPU
+        return "elementwise" if all(d == 1 for d in info.out_shape[1:]) else "pool"
     return "elementwise"
 
 

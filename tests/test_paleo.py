@@ -249,3 +249,19 @@ def test_bytes_written_to_fresh_pages_cost_the_page_fault_rate():
     assert by_layer["conv2"] == pytest.approx(24_412_160 / 1e9, rel=1e-9)
     assert by_layer["fc1"] == 0
     assert b.totals["backward_s"] == a.totals["backward_s"]
+
+
+def test_global_pools_are_costed_as_elementwise_work_and_windowed_pools_as_pooling():
+    """A calibrated CPU runs windowed max pooling at ~0.3 % of its GEMM peak but streams a global average pool like
+    any elementwise pass, so the classes differ: ResNet50's 3×3/2 max pool is "pool"; its global average pool (2048
+    channels → 2048×1×1) and an EfficientNet squeeze-excitation pool are "elementwise"; GoogLeNet's 3×3 stride-1
+    branch pool is "pool"; convs and the classifier keep theirs."""
+    from core.paleo import op_class
+
+    def classes(net):
+        return {n.name: op_class(n) for n in analyze(net).compiled.nodes}
+
+    r50 = classes("resnet50")
+    assert (r50["maxpool"], r50["avgpool"], r50["conv1"], r50["fc"]) == ("pool", "elementwise", "conv", "linear")
+    assert classes("efficientnet_b0")["features.1.0.block.1.avgpool"] == "elementwise"
+    assert classes("googlenet")["inception3a.branch4.0"] == "pool"

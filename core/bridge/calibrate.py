@@ -29,8 +29,9 @@ least disturbed one; the layers are the median run, as a network's latency is, a
   batch 1 and 8 (16 and 128 on a GPU) because a CPU's caches hold one image's tensors but not a batch's:
   conv (7×7/2 stem, 3×3 at 64@56 … 512@7, bottleneck 1×1s, a small SqueezeNet-like 16→64), grouped_conv (MobileNet
   and EfficientNet depthwise 3×3 and 5×5, a ResNeXt 32-group conv), linear (1024→1024 × 64, classifier heads
-  2048→1000 and 4096→4096), pool (ResNet/SqueezeNet/VGG stem pools, GoogLeNet/Inception stride-1 branch pools, a
-  global average pool) and elementwise (ReLU, BatchNorm in eval mode, SiLU, Hardswish). The engine itself counts
+  2048→1000 and 4096→4096), pool (ResNet/SqueezeNet/VGG stem pools, GoogLeNet/Inception stride-1 branch pools) and
+  elementwise (ReLU, BatchNorm in eval mode, SiLU, Hardswish, and global average pools: a classifier head's and a
+  squeeze-and-excitation block's, which stream their input once as elementwise work does). The engine itself counts
   each layer's FLOPs and bytes and splits PALEO's forward time, at the measured fp32 peak and bandwidth, into
   compute ``c`` and memory ``m``; a class's efficiency is the factor that makes PALEO's sum (``c / efficiency + m +
   fresh + overhead``) reproduce the suite's measured time ``t``: ``Σc / Σ(t − m − fresh − overhead)``, clamped to
@@ -229,11 +230,12 @@ def _class_cases(torch, dev) -> dict:
         "pool": [pool("max_pool2d", 4, 4, 2, 2),
                  pool("max_pool2d", 64, 112, 3, 2, 1), pool("max_pool2d", 192, 28, 3, 1, 1),
                  pool("max_pool2d", 96, 109, 3, 2, ceil=True), pool("avg_pool2d", 288, 35, 3, 1, 1),
-                 pool("max_pool2d", 128, 112, 2, 2),
-                 case("adaptive_avg_pool2d", (2048, 7, 7), nn.AdaptiveAvgPool2d(1), output_size=1)],
+                 pool("max_pool2d", 128, 112, 2, 2)],
         "elementwise": [case("relu", (4, 4, 4), nn.ReLU(), 1),
                         case("relu", (64, 112, 112), nn.ReLU()), case("batch_norm", (128, 56, 56), nn.BatchNorm2d(128)),
-                        case("silu", (144, 56, 56), nn.SiLU()), case("hardswish", (72, 56, 56), nn.Hardswish())],
+                        case("silu", (144, 56, 56), nn.SiLU()), case("hardswish", (72, 56, 56), nn.Hardswish()),
+                        case("adaptive_avg_pool2d", (2048, 7, 7), nn.AdaptiveAvgPool2d(1), output_size=1),
+                        case("adaptive_avg_pool2d", (240, 28, 28), nn.AdaptiveAvgPool2d(1), output_size=1)],
     }.items()}
 
 
