@@ -35,7 +35,7 @@ BENCHMARKS = {
     "analyze": "bench_analyze",      # core.analyze on ResNet-152 at batch 1 and 1024, the CLI's wall time
     "estimate": "bench_estimate",    # PALEO sweep over every device
     "app": "bench_app",              # Streamlit page script times
-    "predict": "bench_predict",      # calibrated PALEO vs measured forward latency, 24 CNNs (about 15 min)
+    "predict": "bench_predict",      # calibrated PALEO vs measured latency, 24 CNNs × 3 processes (~40 min)
     "memory": "bench_memory",        # predicted vs measured training-step memory (about 11 min)
 }
 DEFAULT_OUT = ROOT / "docs" / "benchmarks.md"

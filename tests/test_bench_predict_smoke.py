@@ -46,3 +46,22 @@ def test_quick_run_measures_and_reports():
     spec = out["data"]["calibration"]
     assert set(spec["layer_overhead"]) == set(spec["efficiency"]) == set(core.devices.OP_CLASSES)
     assert "| PALEO, calibrated |" in bench_predict.markdown(out)
+
+
+def test_latency_of_several_processes_is_the_median_of_their_medians():
+    """Three processes at 30, 50 and 40 ms (IQRs 1, 3, 2 ms; 7 samples each): 40 ms, IQR 2 ms, 21 samples, and
+    every process's median kept."""
+    runs = [{"network": "resnet18", "input": [3, 224, 224],
+             "latency": {"1": {"median_s": m, "iqr_s": q, "samples": 7}}}
+            for m, q in ((0.030, 0.001), (0.050, 0.003), (0.040, 0.002))]
+    lat = bench_predict.combine(runs)["latency"]["1"]
+    assert lat == {"median_s": 0.040, "process_medians_s": [0.030, 0.050, 0.040], "iqr_s": 0.002, "samples": 21}
+
+
+def test_run_all_reuse_reevaluates_the_committed_latencies(tmp_path):
+    """`run_all.py --only predict --reuse` writes the section from benchmarks/results/ without timing anything."""
+    import run_all
+
+    doc = run_all.main(["--only", "predict", "--reuse", "--out", str(tmp_path / "b.md")])
+    assert "## Prediction accuracy on this machine" in doc and "| PALEO, calibrated |" in doc
+    assert "fresh process(es) per network" in doc
