@@ -125,8 +125,11 @@ def format_devices(db) -> str:
 
 def format_estimate(est) -> str:
     t, r = est.totals, est.roofline
-    ppp = "1.0 = datasheet peak, an optimistic bound" if est.ppp == 1 and est.ppp_memory == 1 else \
-        f"compute {est.ppp:g}, memory {est.ppp_memory:g}"
+    calibrated = " × the calibrated efficiency of each class of work" if est.device.efficiency else ""
+    if est.ppp == 1 and est.ppp_memory == 1:
+        ppp = f"1.0{calibrated}" if calibrated else "1.0 = datasheet peak, an optimistic bound"
+    else:
+        ppp = f"compute {est.ppp:g}, memory {est.ppp_memory:g}{calibrated}"
     rows = sorted(est.layers, key=lambda row: -row["forward_s"])[:10]
     width = max(len(row["name"]) for row in rows)
     out = [f"{est.report.name} on {est.device.name}, batch {est.report.batch_size}, {est.report.dtype}, "

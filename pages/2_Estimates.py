@@ -13,7 +13,8 @@ sel = page("PALEO estimates", needs_estimate=True)
 report, dev, est = sel.report, sel.device, sel.estimate
 t = est.totals
 st.caption(f"{report.name} on {dev.name}, batch {report.batch_size}, {report.dtype}, PPP {est.ppp:g}"
-           + (" (datasheet peak: an optimistic bound)" if est.ppp == 1 else ""))
+           + (" × the calibrated efficiency of each class of work" if dev.efficiency else
+              " (datasheet peak: an optimistic bound)" if est.ppp == 1 else ""))
 c1, c2, c3, c4 = st.columns(4)
 c1.metric("Forward", f"{t['forward_s'] * 1e3:,.3f} ms")
 c2.metric("Backward", f"{t['backward_s'] * 1e3:,.3f} ms")

@@ -75,3 +75,4 @@ def test_estimate_table_shows_fresh_pages_and_overhead_on_a_calibrated_cpu():
     text = format_estimate(estimate("mnist_cnn", dev, batch_size=64))
     assert "of which 42.566 ms writing 42.57 MB to fresh pages" in text
     assert "per-layer overhead 0.020 ms" in text        # conv1 and conv2: 2 × 10 µs
+    assert "PPP 1.0 × the calibrated efficiency of each class of work" in text and "optimistic" not in text
