@@ -90,8 +90,8 @@ def machine() -> dict:
 
 def combine(runs: list[dict]) -> dict:
     """One network's latency from several fresh processes: per batch, the median of the processes' medians (a
-    process's memory layout and the machine's state shift a whole run by ±10 % here; one process's samples do not
-    show that), with every process's median kept."""
+    process's memory layout and the machine's state shift a whole run by 20 % or more here; one process's samples
+    do not show that), with every process's median kept."""
     out = {}
     for b in runs[0]["latency"]:
         medians = [r["latency"][b]["median_s"] for r in runs]
