@@ -17,7 +17,7 @@ from functools import cached_property, lru_cache
 from math import ceil, log2
 from typing import Any
 
-from .cpu_heap import fresh_bytes
+from . import cpu_heap
 from .devices import Device, DeviceDB, Interconnect, load_devices
 from .errors import CalcError
 from .graph import Compiled, NodeInfo
@@ -228,8 +228,8 @@ class Estimate:
         dev, p = self.device, self.precision
         if not (dev.alloc_threshold and dev.alloc_bandwidth):
             return (0,) * len(self.work.nodes)
-        return fresh_bytes(self.report.compiled, self.report.batch_size, p.activation, p.weight,
-                           int(dev.alloc_threshold))
+        return cpu_heap.fresh_bytes(self.report.compiled, self.report.batch_size, p.activation, p.weight,
+                                    int(dev.alloc_threshold))
 
     # -- per-pass totals --------------------------------------------------------------------------------------
     def _pass_time(self, flops: float, act: float, weights: float, xbytes: float = 0,
