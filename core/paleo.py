@@ -26,9 +26,7 @@ from .report import Report
 from .registry import numel
 from .roofline import RooflinePoint, ridge
 
-VARIANTS = ("paleo", "roofline")
-CONV_ALGORITHMS = ("direct", "fft", "winograd", "auto")
-ALLREDUCE = ("ring", "tree", "parameter_server")
+from .choices import ALLREDUCE, CONV_ALGORITHMS, SCALING_MODES, VARIANTS
 FUSED_CATEGORIES = ("activation", "norm")   # fused view: these run in the producer's epilogue, no memory round trip
 
 # Weight update per trainable parameter: (FLOPs, weight-sized accesses, gradient accesses, state accesses)
@@ -409,7 +407,7 @@ def scaling(model: Any, device: Any, link: Any, workers=(1, 2, 4, 8), batch_size
     """Data-parallel scaling. strong: the global batch ``batch_size`` is split over K workers (⌈B/K⌉ each, the
     last ones short when K does not divide B, so a step takes as long as the fullest worker); weak: every worker
     keeps ``batch_size``. Speed-up is throughput relative to one worker; efficiency = speed-up / K."""
-    _choice(mode, ("strong", "weak"), "mode")
+    _choice(mode, SCALING_MODES, "mode")
 
     def run(k: int) -> dict:
         per = ceil(batch_size / k) if mode == "strong" else batch_size

@@ -23,6 +23,12 @@ from .errors import NetworkError
 
 FLOPS_PER_MAC = 2
 
+# Classes of work: which calibrated efficiency and per-call overhead of a device apply to a node (each rule says its
+# class, ``OpRule.work``). A device without a figure for "pool" or "shape" uses its "elementwise" one (WORK_FALLBACK):
+# windowed pooling got its own class after the first calibrations; shape ops (concat, pad) are copies.
+WORK_CLASSES = ("conv", "grouped_conv", "linear", "pool", "elementwise", "shape")
+WORK_FALLBACK = {"pool": "elementwise", "shape": "elementwise"}
+
 MAX_DIM = 2 ** 24          # 16,777,216: larger tensor dimensions are rejected as absurd (10^12 channels)
 
 

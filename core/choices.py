@@ -1,0 +1,13 @@
+"""Every closed list of choices a user picks from, declared once. The CLI, the pages, timing and calibration import
+these instead of spelling the options again (precisions and optimizers live with their byte tables in
+``core.precision``; classes of work in ``core.registry.WORK_CLASSES``).
+"""
+
+from __future__ import annotations
+
+VARIANTS = ("paleo", "roofline")                          # PALEO sums compute and memory; roofline takes their max
+CONV_ALGORITHMS = ("direct", "fft", "winograd", "auto")   # auto: the fewest FLOPs among those that apply
+ALLREDUCE = ("ring", "tree", "parameter_server")          # data-parallel gradient all-reduce schemes
+SCALING_MODES = ("strong", "weak")                        # strong: global batch split; weak: per-worker batch kept
+DEFAULT_OPTIMIZER = "sgd_momentum"
+DEFAULT_DTYPE = "fp32"
