@@ -24,7 +24,7 @@ class CalcError(ValueError):
             where.append(str(self.node))
         if self.field is not None:
             where.append(f"field '{self.field}'" + ("" if self.value is None else f" = {self.value!r}"))
-        prefix = ": ".join([", ".join(where)]) if where else ""
+        prefix = ", ".join(where)
         return f"{prefix}: {self.reason}" if prefix else self.reason
 
 
