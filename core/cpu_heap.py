@@ -16,21 +16,16 @@ glibc's main arena (glibc ``malloc/malloc.c``, behaviour as documented in ``mall
   or above the trim threshold, the heap is trimmed back to 128 KiB of padding (``M_TOP_PAD``): those pages are fresh
   again next time.
 
-What each layer allocates (PyTorch on CPU with oneDNN; measured as minor page faults, ``getrusage``, per call with
-the mmap threshold pinned low so that every allocation is a fresh ``mmap``):
-
-* ``conv2d`` runs on oneDNN's blocked layouts: reordered copies of the input (not for ≤ 3 input channels, which
-  oneDNN reads as they are), of the weights and of the output, then the output itself; the copies are freed after.
-  A 1×1, stride-1, ungrouped conv at batch ≤ 8 runs on the plain layout and allocates only its output;
-* max pooling: the output and its int64 indices, which are freed after;
-* activations run in place (torchvision builds ReLU, ReLU6, SiLU, Hardswish, Hardsigmoid with ``inplace=True``);
-  views and dropout in eval mode allocate nothing; every other layer allocates its output;
-* a tensor is freed after its last consumer; the network's input is the caller's and stays.
+What each layer allocates is its rule's ``cpu_alloc`` (``core.ops``; measured as minor page faults, ``getrusage``,
+per call with the mmap threshold pinned low so that every allocation is a fresh ``mmap``): a oneDNN conv allocates
+reordered copies besides its output, max pooling its int64 indices; a node marked ``inplace``
+(``nn.ReLU(inplace=True)``, ``out += identity``) and a view allocate nothing; every other layer allocates its output.
+A tensor is freed after its last consumer; the network's input is the caller's and stays.
 
 The pass is replayed ``passes`` times on one heap (timed runs follow warm-up runs) and the last pass's fresh bytes
 are returned, per node. ``core.paleo`` charges them at the device's page-fault rate (``alloc_bandwidth``).
-Not modelled: glibc's small-block bins and fragmentation by Python's own objects, in-place adds written as
-``out += identity`` (counted as new outputs), and other allocators (jemalloc, tcmalloc, a GPU's caching allocator).
+Not modelled: glibc's small-block bins and fragmentation by Python's own objects, and other allocators (jemalloc,
+tcmalloc, a GPU's caching allocator).
 """
 
 from __future__ import annotations
@@ -45,9 +40,6 @@ HEADER = 16                       # a chunk's size field and alignment slack, in
 PAGE = 4096
 TRIM_CHECK = 64 * 1024            # FASTBIN_CONSOLIDATION_THRESHOLD: only a free this large (merged) may trim
 SPLIT_MIN = 4096                  # a remainder smaller than this stays with the chunk (keeps the list short)
-PLAIN_1X1_MAX_BATCH = 8           # 1×1 stride-1 convs at this batch or less run on oneDNN's plain layout
-IN_PLACE = frozenset({"relu", "relu6", "silu", "hardswish", "hardsigmoid"})
-NO_ALLOCATION = frozenset({"dropout", "identity", "parameter"})
 
 
 class Heap:
@@ -106,28 +98,13 @@ class Heap:
 
 
 def layer_allocations(info, batch: int, act_bytes: int, weight_bytes: int) -> tuple[tuple, int]:
-    """(steps, output bytes) of one node's forward call. A step is ``("alloc", size)`` for a temporary block,
-    ``("free", j)`` for the j-th temporary, or ``("out",)`` for the output; output bytes are 0 when the output is
-    the input's block (views, in-place activations). The orders are those glibc sees (traced with an LD_PRELOAD
-    shim on ``malloc``/``posix_memalign``/``free``): a blocked-layout conv allocates the input copy, the weight copy
-    and the output copy, frees the first two, allocates the output and frees the output copy after reordering
-    into it; max pooling allocates the output, then its indices, then frees the indices."""
-    out = info.out_elems * batch * act_bytes
-    if info.rule.alias or not info.moves_data or info.op in IN_PLACE or info.op in NO_ALLOCATION:
+    """(steps, output bytes) of one node's forward call: its rule's ``cpu_alloc`` (a step is ``("alloc", size)``
+    for a temporary block, ``("free", j)`` for the j-th temporary, or ``("out",)`` for the output). Views and nodes
+    that move no data allocate nothing; output bytes are 0 when the output is the input's block."""
+    if not info.moves_data:
         return (), 0
-    if info.op == "conv2d":
-        a = info.attrs
-        if a["kernel_size"] == (1, 1) and a["stride"] == (1, 1) and a["groups"] == 1 \
-                and batch <= PLAIN_1X1_MAX_BATCH:
-            return (("out",),), out
-        weights = ("alloc", (info.params.trainable + info.params.frozen) * weight_bytes)
-        if info.in_shapes[0][0] <= 3:             # read as it is: the weight and output copies only
-            return (weights, ("alloc", out), ("free", 0), ("out",), ("free", 1)), out
-        src = ("alloc", info.in_elems * batch * act_bytes)
-        return (src, weights, ("alloc", out), ("free", 1), ("free", 0), ("out",), ("free", 2)), out
-    if info.op == "max_pool2d":
-        return (("out",), ("alloc", info.out_elems * batch * 8), ("free", 0)), out
-    return (("out",),), out
+    steps = tuple(info.rule.cpu_alloc(info.ctx, batch, act_bytes, weight_bytes))
+    return steps, (info.out_elems * batch * act_bytes if ("out",) in steps else 0)
 
 
 @lru_cache(maxsize=128)

@@ -48,24 +48,19 @@ class _Groups:
             self.parent[rb] = ra
 
 
-def _is_depthwise(n: NodeInfo) -> bool:
-    """groups == in_channels (> 1), out_channels a multiple of them (the channel multiplier)."""
-    c_in = n.in_shapes[0][0]
-    return n.op == "conv2d" and n.attrs["groups"] > 1 and n.attrs["groups"] == c_in and n.out_shape[0] % c_in == 0
-
-
 def channel_groups(network: Network) -> dict[str, str]:
-    """Map each node to the id of its output's channel variable; nodes with the same id must keep equal channels."""
+    """Map each node to the id of its output's channel variable; nodes with the same id must keep equal channels.
+    How a node's channels relate to its inputs' is its rule's ``channel`` (``core.registry.OpRule``)."""
     comp = compile_network(network)
     var: dict[str, tuple[str, int] | None] = {k: None for k in comp.input_shapes}   # node → (var, size)
     uf = _Groups()
     for n in comp.nodes:
-        ch = n.rule.channel
-        if _is_depthwise(n) and n.out_shape[0] == n.in_shapes[0][0]:
+        ch = n.rule.channel_kind(n.ctx)
+        if ch == "depthwise" and n.out_shape[0] == n.in_shapes[0][0]:
             var[n.name] = var[n.inputs[0]]
-        elif ch == "new":
+        elif ch in ("new", "depthwise"):
             var[n.name] = (n.name, n.out_shape[0] if n.rule.channel_field == "out_channels" else n.out_shape[-1])
-        elif ch == "pass":
+        elif ch == "pass" and n.inputs:
             var[n.name] = var[n.inputs[0]]
         elif ch == "unify":
             vs = [var[s] for s in n.inputs if var[s] is not None]
@@ -97,20 +92,21 @@ def edit(network: Network, node: str, field: str, value: Any) -> EditResult:
     validate_attrs(rule, node, {**dict(network.node(node).attrs), field: value})   # the value itself is sane
 
     targets: dict[str, dict[str, Any]] = {node: {field: value}}
-    if field == rule.channel_field or (field == "out_channels" and _is_depthwise(info)):
+    depthwise = rule.channel_kind(info.ctx) == "depthwise"
+    if field == rule.channel_field:
         groups = channel_groups(network)
         gid = groups.get(node)
         for other in comp.nodes:
             if other.name == node:
                 continue
-            if _is_depthwise(other):
-                if _input_group(groups, other) == gid:      # its groups follow the channels it reads
-                    mult = other.out_shape[0] // other.in_shapes[0][0]
-                    targets[other.name] = {"groups": value, "out_channels": value * mult}
-            elif groups.get(other.name) == gid and other.rule.channel == "new" and other.rule.channel_field:
+            kind = other.rule.channel_kind(other.ctx)
+            if kind == "depthwise":
+                if _input_group(groups, other) == gid:      # its attributes follow the channels it reads
+                    targets[other.name] = other.rule.follow(other.ctx, value)
+            elif groups.get(other.name) == gid and kind == "new" and other.rule.channel_field:
                 targets[other.name] = {other.rule.channel_field: value}
-        if _is_depthwise(info):
-            targets[node] = {"groups": value, "out_channels": value}
+        if depthwise:                 # the edit sets its channels: its groups follow, its multiplier becomes 1
+            targets[node] = {**info.rule.follow(info.ctx, value), field: value}
 
     new = network
     for name, changes in targets.items():

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from math import ceil, floor, isfinite, prod
 
-from .registry import (FLOPS_PER_MAC, MAX_DIM, _pair, Attr, Cost, Ctx, FormulaLine, OpRule, Params, Saves, numel, register)
+from .registry import (FLOPS_PER_MAC, MAX_DIM, Attr, Cost, Ctx, FormulaLine, OpRule, Params, Saves, _allocates_output,
+                       _pair, numel, register)
 
 
 def _n(v: int) -> str:
@@ -80,9 +81,7 @@ def _conv_geometry(ctx: Ctx):
         if (sh, sw) != (1, 1):
             raise ctx.fail("padding 'same' needs stride 1 (as in PyTorch)", "padding", "same")
         # total padding d·(k−1) per axis keeps the size; PyTorch puts the odd extra element on the right
-        ho, wo = h, w
-        if dh * (kh - 1) + 1 > h + dh * (kh - 1) or dw * (kw - 1) + 1 > w + dw * (kw - 1):
-            raise ctx.fail("kernel larger than its padded input", "kernel_size", (kh, kw))
+        ho, wo = h, w            # the padded input always holds the kernel
     else:
         ph, pw = pad
         if kh * dh == 0:
@@ -155,6 +154,43 @@ def _conv_formula(ctx: Ctx, batch: int) -> list[FormulaLine]:
     return lines
 
 
+def _conv_work(ctx: Ctx) -> str:
+    return "grouped_conv" if ctx["groups"] > 1 else "conv"
+
+
+def _is_depthwise(ctx: Ctx) -> bool:
+    """groups == in_channels (> 1), out_channels a multiple of them (the channel multiplier)."""
+    c_in = ctx.x[0]
+    return ctx["groups"] > 1 and ctx["groups"] == c_in and ctx.out[0] % c_in == 0
+
+
+def _conv_channel(ctx: Ctx) -> str:
+    return "depthwise" if _is_depthwise(ctx) else "new"
+
+
+def _depthwise_follow(ctx: Ctx, channels: int) -> dict:
+    """A depthwise conv keeps groups = its input channels and its channel multiplier."""
+    return {"groups": channels, "out_channels": channels * (ctx.out[0] // ctx.x[0])}
+
+
+# oneDNN (PyTorch's CPU convolutions) runs on blocked layouts: it allocates reordered copies of the input (not for
+# ≤ 3 input channels, which it reads as they are), of the weights and of the output, then the output, and frees the
+# copies (order traced with an LD_PRELOAD shim on malloc/posix_memalign/free). A 1×1, stride-1, ungrouped conv at
+# batch ≤ 8 runs on the plain layout and allocates only its output.
+PLAIN_1X1_MAX_BATCH = 8
+
+
+def _conv_alloc(ctx: Ctx, batch: int, act_bytes: int, weight_bytes: int) -> tuple:
+    if ctx["kernel_size"] == (1, 1) and ctx["stride"] == (1, 1) and ctx["groups"] == 1 and batch <= PLAIN_1X1_MAX_BATCH:
+        return (("out",),)
+    weights = ("alloc", _conv_params(ctx).trainable * weight_bytes)
+    out = ("alloc", numel(ctx.out) * batch * act_bytes)
+    if ctx.x[0] <= 3:             # read as it is: the weight and output copies only
+        return (weights, out, ("free", 0), ("out",), ("free", 1))
+    src = ("alloc", numel(ctx.x) * batch * act_bytes)
+    return (src, weights, out, ("free", 1), ("free", 0), ("out",), ("free", 2))
+
+
 _CONV_ATTRS = (
     Attr("out_channels", "pos", doc="output channels"),
     Attr("kernel_size", "pair"),
@@ -167,8 +203,9 @@ _CONV_ATTRS = (
 
 register(OpRule(
     "conv2d", "conv", _CONV_ATTRS, _conv_shape, _conv_cost, _conv_formula, _conv_params,
-    saves=lambda ctx: Saves(inputs=(0,)), channel="new", channel_field="out_channels",
-    doc="2-d convolution; in_channels follow from the input", torch="nn.Conv2d"))
+    saves=lambda ctx: Saves(inputs=(0,)), channel=_conv_channel, channel_field="out_channels",
+    doc="2-d convolution; in_channels follow from the input", torch="nn.Conv2d",
+    work=_conv_work, cpu_alloc=_conv_alloc, follow=_depthwise_follow))
 
 
 def _convt_shape(ctx: Ctx):
@@ -218,7 +255,7 @@ register(OpRule(
      Attr("output_padding", "pair0", 0), Attr("dilation", "pair", 1), Attr("groups", "pos", 1), Attr("bias", "bool", True)),
     _convt_shape, _convt_cost, _convt_formula, _convt_params,
     saves=lambda ctx: Saves(inputs=(0,)), channel="new", channel_field="out_channels",
-    doc="2-d transposed convolution", torch="nn.ConvTranspose2d"))
+    doc="2-d transposed convolution", torch="nn.ConvTranspose2d", work=_conv_work))
 
 
 # == linear =======================================================================================================
@@ -257,7 +294,8 @@ register(OpRule(
     "linear", "linear", (Attr("out_features", "pos"), Attr("bias", "bool", True)),
     _linear_shape, _linear_cost, _linear_formula, _linear_params,
     saves=lambda ctx: Saves(inputs=(0,)), channel="new", channel_field="out_features",
-    doc="y = x·Wᵀ + b on the last dimension of any-rank input; in_features follow from the input", torch="nn.Linear"))
+    doc="y = x·Wᵀ + b on the last dimension of any-rank input; in_features follow from the input", torch="nn.Linear",
+    work="linear"))
 
 
 # == matmul and attention =========================================================================================
@@ -298,7 +336,8 @@ def _matmul_formula(ctx: Ctx, batch: int) -> list[FormulaLine]:
 register(OpRule(
     "matmul", "matmul", (), _matmul_shape, _matmul_cost, _matmul_formula,
     saves=lambda ctx: Saves(inputs=(0, 1)), arity=(2, 2),
-    doc="batched matrix product [N, …, M, K] @ [N, …, K, P] (torch.matmul / bmm)", torch="torch.matmul"))
+    doc="batched matrix product [N, …, M, K] @ [N, …, K, P] (torch.matmul / bmm)", torch="torch.matmul",
+    work="linear"))
 
 
 def _sdpa_shape(ctx: Ctx):
@@ -348,7 +387,7 @@ register(OpRule(
     "sdpa", "attention", (Attr("is_causal", "bool", False),), _sdpa_shape, _sdpa_cost, _sdpa_formula,
     saves=lambda ctx: Saves(inputs=(0, 1, 2), output=True), arity=(3, 3),
     doc="scaled dot-product attention softmax(Q·Kᵀ/√E)·V; causal masking is counted as full (no skipped work)",
-    torch="F.scaled_dot_product_attention"))
+    torch="F.scaled_dot_product_attention", work="linear"))
 
 
 # == elementwise: activations, dropout, identity ==================================================================
@@ -366,6 +405,11 @@ _UNARY = {
     "dropout":     (0, 1, "mask", "nn.Dropout", "identity at inference; training multiplies by a mask (1/elem)"),
     "identity":    (0, 0, "none", "nn.Identity", "no arithmetic"),
 }
+
+
+# ``inplace=True`` (nn.ReLU(inplace=True), F.relu_, x += y) overwrites input 0: the CPU allocates no output
+_INPLACE = Attr("inplace", "bool", False, doc="overwrites its first input (no new output tensor on the CPU)")
+_IN_PLACE_CAPABLE = ("relu", "relu6", "silu", "hardswish", "hardsigmoid")
 
 
 def _unary_factory(kind: str, fwd: int, bwd: int, saves: str, torch: str, how: str) -> OpRule:
@@ -388,9 +432,13 @@ def _unary_factory(kind: str, fwd: int, bwd: int, saves: str, torch: str, how: s
     attrs = {"dropout": (Attr("p", "prob", 0.5),),
              "gelu": (Attr("approximate", "choice", "none", ("none", "tanh"),
                            doc="counted alike: 8 FLOPs per element either way"),)}.get(kind, ())
-    return OpRule(kind, "activation" if fwd or kind not in ("dropout", "identity") else "shape", attrs,
+    if kind in _IN_PLACE_CAPABLE:
+        attrs += (_INPLACE,)
+    view = kind in ("dropout", "identity")     # at inference: the input itself
+    return OpRule(kind, "shape" if view else "activation", attrs,
                   shape=lambda ctx: ctx.x, cost=cost, formula=formula, saves=save, channel="pass",
-                  alias=kind in ("dropout", "identity"), copies_in_training=kind == "dropout", doc=how, torch=torch)
+                  alias=view, copies_in_training=kind == "dropout", doc=how, torch=torch,
+                  work="shape" if view else "elementwise", fuses=not view)
 
 
 for _k, _spec in _UNARY.items():
@@ -413,7 +461,8 @@ def _softmax_factory(kind: str, torch: str, fwd_how: str, bwd_how: str) -> OpRul
         return [_mul_formula("FLOPs", ["N", "elements"], [batch, numel(ctx.out)], fwd, f"5 ({fwd_how})")]
 
     return OpRule(kind, "activation", (Attr("dim", "int", -1),), _softmax_shape, cost, formula,
-                  saves=lambda ctx: Saves(output=True), channel="pass", doc=f"{fwd_how}; backward {bwd_how}", torch=torch)
+                  saves=lambda ctx: Saves(output=True), channel="pass", doc=f"{fwd_how}; backward {bwd_how}", torch=torch,
+                  work="elementwise", fuses=True)
 
 
 register(_softmax_factory("softmax", "nn.Softmax", "max, subtract, exp, sum, divide", "y·(g − Σg·y)"))
@@ -466,7 +515,8 @@ register(OpRule(
      Attr("track_running_stats", "bool", True)),
     _bn_shape, _bn_cost, _bn_formula, _bn_params,
     saves=lambda ctx: Saves(inputs=(0,), fixed_bytes=2 * 4 * ctx.x[0]), channel="pass",
-    doc="batch normalisation over dim 1 (BatchNorm1d/2d); num_features follow from the input", torch="nn.BatchNorm2d"))
+    doc="batch normalisation over dim 1 (BatchNorm1d/2d); num_features follow from the input", torch="nn.BatchNorm2d",
+    work="elementwise", fuses=True))
 
 
 # LayerNorm / GroupNorm compute statistics at inference too: mean (1), variance (subtract, square, add: 3),
@@ -501,7 +551,7 @@ register(OpRule(
     _ln_shape, lambda ctx: _stat_norm_cost(ctx, ctx["elementwise_affine"]), _ln_formula, _ln_params,
     saves=lambda ctx: Saves(inputs=(0,), extra_bytes=2 * 4 * numel(ctx.x[:len(ctx.x) - ctx["normalized_ndim"]])),
     channel="pass", doc="layer normalisation over the trailing dims; normalized_shape follows from the input",
-    torch="nn.LayerNorm"))
+    torch="nn.LayerNorm", work="elementwise", fuses=True))
 
 
 def _gn_shape(ctx: Ctx):
@@ -518,7 +568,8 @@ register(OpRule(
     lambda ctx, batch: [_mul_formula("FLOPs", ["N", "elements"], [batch, numel(ctx.x)], 8 if ctx["affine"] else 6, "per element")],
     lambda ctx: Params(trainable=2 * ctx.x[0] if ctx["affine"] else 0),
     saves=lambda ctx: Saves(inputs=(0,), extra_bytes=2 * 4 * ctx["num_groups"]), channel="pass",
-    doc="group normalisation; num_channels follow from the input", torch="nn.GroupNorm"))
+    doc="group normalisation; num_channels follow from the input", torch="nn.GroupNorm", work="elementwise",
+    fuses=True))
 
 
 # == pooling ======================================================================================================
@@ -535,6 +586,17 @@ def _pool_shape(ctx: Ctx):
     ho = _window_out(ctx, h, kh, stride[0], ph, dh, ctx["ceil_mode"], "height")
     wo = _window_out(ctx, w, kw, stride[1], pw, dw, ctx["ceil_mode"], "width")
     return (c, ho, wo)
+
+
+def _pool_work(ctx: Ctx) -> str:
+    """A global pool (one number per channel) streams its input once, as elementwise work does; windowed pooling
+    revisits each input several times and runs far slower on a CPU."""
+    return "elementwise" if all(d == 1 for d in ctx.out[1:]) else "pool"
+
+
+def _max_pool_alloc(ctx: Ctx, batch: int, act_bytes: int, weight_bytes: int) -> tuple:
+    """The output, then its int64 indices, which are freed after (even at inference)."""
+    return (("out",), ("alloc", numel(ctx.out) * batch * 8), ("free", 0))
 
 
 def _pool_factory(kind: str, torch: str, is_max: bool) -> OpRule:
@@ -563,7 +625,8 @@ def _pool_factory(kind: str, torch: str, is_max: bool) -> OpRule:
         # max pooling keeps its input and int64 argmax indices (8 bytes per output); average pooling its input
         return Saves(inputs=(0,), extra_bytes=8 * numel(ctx.out)) if is_max else Saves(inputs=(0,))
 
-    return OpRule(kind, "pool", tuple(attrs), _pool_shape, cost, formula, saves=saves, channel="pass", torch=torch)
+    return OpRule(kind, "pool", tuple(attrs), _pool_shape, cost, formula, saves=saves, channel="pass", torch=torch,
+                  work=_pool_work, cpu_alloc=_max_pool_alloc if is_max else _allocates_output)
 
 
 register(_pool_factory("max_pool2d", "nn.MaxPool2d", True))
@@ -609,7 +672,7 @@ def _adaptive_factory(kind: str, torch: str, is_max: bool) -> OpRule:
         return Saves() if tuple(ctx.out[1:]) == (1, 1) else Saves(inputs=(0,))
 
     return OpRule(kind, "pool", (Attr("output_size", "opt_pair"),), _adaptive_shape, cost, formula, saves=saves,
-                  channel="pass", torch=torch)
+                  channel="pass", torch=torch, work=_pool_work)
 
 
 register(_adaptive_factory("adaptive_avg_pool2d", "nn.AdaptiveAvgPool2d", False))
@@ -655,7 +718,7 @@ register(OpRule(
      Attr("align_corners", "opt_bool", None)),
     _interp_shape, _interp_cost,
     lambda ctx, batch: [_mul_formula("FLOPs", ["N", "outputs"], [batch, numel(ctx.out)], _INTERP_FLOPS[ctx["mode"]], ctx["mode"])],
-    channel="pass", doc="upsample / interpolate", torch="F.interpolate"))
+    channel="pass", doc="upsample / interpolate", torch="F.interpolate", work=_pool_work))
 
 
 # == multi-input elementwise ======================================================================================
@@ -671,6 +734,9 @@ def _bin_shape(ctx: Ctx):
         if len(s) != rank:
             raise ctx.fail(f"inputs have different ranks: [N, {', '.join(map(str, ctx.x))}] and [N, {', '.join(map(str, s))}]")
         out = _broadcast(ctx, out, s, "inputs")
+    if ctx["inplace"] and out != ctx.x:
+        raise ctx.fail(f"an in-place op writes into its first input [N, {', '.join(map(str, ctx.x))}], which cannot "
+                       f"hold the broadcast result [N, {', '.join(map(str, out))}]", "inplace", True)
     return out
 
 
@@ -690,8 +756,9 @@ def _bin_factory(kind: str, torch: str) -> OpRule:
         return [_mul_formula("FLOPs", ["N", "elements"], [batch, numel(ctx.out)], ops, f"{ops} (inputs − 1)")]
 
     saves = (lambda ctx: Saves(inputs=tuple(range(len(ctx.ins))))) if kind in ("mul", "div") else (lambda ctx: Saves())
-    return OpRule(kind, "elementwise", (Attr("scalar", "opt_float", None),), _bin_shape, cost, formula, saves=saves,
-                  arity=(1, None), channel="unify", doc=f"elementwise {kind} with broadcasting", torch=torch)
+    return OpRule(kind, "elementwise", (Attr("scalar", "opt_float", None), _INPLACE), _bin_shape, cost, formula,
+                  saves=saves, arity=(1, None), channel="unify", doc=f"elementwise {kind} with broadcasting", torch=torch,
+                  work="elementwise")
 
 
 register(_bin_factory("add", "torch.add"))
@@ -714,7 +781,7 @@ register(OpRule(
     "concat", "shape", (Attr("dim", "int", 1),), _concat_shape,
     lambda ctx: Cost(bwd_input=tuple(0 for _ in ctx.ins)),
     lambda ctx, batch: [FormulaLine("FLOPs", "0 (a copy)", "0", 0)], arity=(1, None),
-    doc="torch.cat", torch="torch.cat"))
+    doc="torch.cat", torch="torch.cat", work="shape"))
 
 
 # == shape ops (no arithmetic) ====================================================================================
@@ -737,7 +804,8 @@ def _flatten_shape(ctx: Ctx):
 
 
 register(OpRule("flatten", "shape", (Attr("start_dim", "int", 1), Attr("end_dim", "int", -1)), _flatten_shape,
-                _zero_cost, _zero_formula, alias=True, doc="torch.flatten / nn.Flatten", torch="nn.Flatten"))
+                _zero_cost, _zero_formula, alias=True, doc="torch.flatten / nn.Flatten", torch="nn.Flatten",
+                work="shape"))
 
 
 def _reshape_shape(ctx: Ctx):
@@ -760,7 +828,8 @@ def _reshape_shape(ctx: Ctx):
 
 register(OpRule("reshape", "shape", (Attr("shape", "ints", doc="per-sample target shape, batch excluded"),),
                 _reshape_shape, _zero_cost, _zero_formula, alias=True,
-                doc="view/reshape; the batch stays dim 0 (x.view(-1, 320) is shape [320])", torch="Tensor.view"))
+                doc="view/reshape; the batch stays dim 0 (x.view(-1, 320) is shape [320])", torch="Tensor.view",
+                work="shape"))
 
 
 def _permute_shape(ctx: Ctx):
@@ -776,7 +845,7 @@ def _permute_shape(ctx: Ctx):
 
 
 register(OpRule("permute", "shape", (Attr("dims", "ints"),), _permute_shape, _zero_cost, _zero_formula, alias=True,
-                doc="permute dims (batch stays dim 0)", torch="Tensor.permute"))
+                doc="permute dims (batch stays dim 0)", torch="Tensor.permute", work="shape"))
 
 
 def _transpose_shape(ctx: Ctx):
@@ -789,7 +858,7 @@ def _transpose_shape(ctx: Ctx):
 
 
 register(OpRule("transpose", "shape", (Attr("dim0", "int"), Attr("dim1", "int")), _transpose_shape, _zero_cost,
-                _zero_formula, alias=True, torch="Tensor.transpose"))
+                _zero_formula, alias=True, torch="Tensor.transpose", work="shape"))
 
 
 def _shuffle_shape(ctx: Ctx):
@@ -801,7 +870,7 @@ def _shuffle_shape(ctx: Ctx):
 
 
 register(OpRule("channel_shuffle", "shape", (Attr("groups", "pos"),), _shuffle_shape, _zero_cost, _zero_formula,
-                channel="pass", doc="ShuffleNet channel shuffle (a copy)", torch="nn.ChannelShuffle"))
+                channel="pass", doc="ShuffleNet channel shuffle (a copy)", torch="nn.ChannelShuffle", work="shape"))
 
 
 def _param_shape(ctx: Ctx):
@@ -826,7 +895,7 @@ register(OpRule("parameter", "misc",
                 _param_shape, lambda ctx: Cost(),
                 lambda ctx, batch: [FormulaLine("params", "∏ shape", _dims(ctx.out), numel(ctx.out))], _param_params,
                 arity=(0, 0), doc="a learned tensor (or buffer) broadcast over the batch: class token, position "
-                                  "embedding, layer scale", torch="nn.Parameter"))
+                                  "embedding, layer scale", torch="nn.Parameter", work="shape"))
 
 
 # == reductions, slicing, padding =================================================================================
@@ -843,7 +912,7 @@ register(OpRule(
     "mean", "pool", (Attr("dim", "ints"), Attr("keepdim", "bool", False)), _mean_shape,
     lambda ctx: Cost(flops=numel(ctx.x), bwd_input=(numel(ctx.x),)),     # one add per input (+ the divide)
     lambda ctx, batch: [_mul_formula("FLOPs", ["N", "input elements"], [batch, numel(ctx.x)], 1, "1 (add; divide)")],
-    doc="mean over dims (torch.mean)", torch="torch.mean"))
+    doc="mean over dims (torch.mean)", torch="torch.mean", work=_pool_work))
 
 
 def _slice_shape(ctx: Ctx):
@@ -867,7 +936,7 @@ register(OpRule(
     (Attr("dim", "int"), Attr("start", "int", 0), Attr("end", "int", MAX_DIM), Attr("step", "pos", 1),
      Attr("select", "bool", False, doc="index one position and drop the dim (x[:, 0])")),
     _slice_shape, _zero_cost, _zero_formula, alias=True, doc="x[..., start:end:step] or x[:, i] along one dim",
-    torch="Tensor.__getitem__"))
+    torch="Tensor.__getitem__", work="shape"))
 
 
 def _pad_shape(ctx: Ctx):
@@ -884,9 +953,9 @@ def _pad_shape(ctx: Ctx):
 
 
 register(OpRule("pad", "shape", (Attr("pad", "ints"),), _pad_shape, _zero_cost, _zero_formula,
-                channel="none", doc="constant padding (F.pad), a copy", torch="F.pad"))
+                channel="none", doc="constant padding (F.pad), a copy", torch="F.pad", work="shape"))
 register(OpRule("roll", "shape", (Attr("shifts", "ints"), Attr("dims", "ints")), lambda ctx: ctx.x, _zero_cost,
-                _zero_formula, channel="pass", doc="torch.roll, a copy", torch="torch.roll"))
+                _zero_formula, channel="pass", doc="torch.roll, a copy", torch="torch.roll", work="shape"))
 
 
 def _einsum_parse(ctx: Ctx):
@@ -927,7 +996,7 @@ register(OpRule("einsum", "matmul", (Attr("equation", "any"),), _einsum_shape, _
                 lambda ctx, batch: [FormulaLine("MACs", "N · ∏ index sizes", f"{batch} · {_dims(tuple(_einsum_parse(ctx)[2].values()))}",
                                                 batch * _einsum_cost(ctx).macs)],
                 saves=lambda ctx: Saves(inputs=tuple(range(len(ctx.ins)))), arity=(1, None),
-                doc="torch.einsum whose operands all lead with the batch", torch="torch.einsum"))
+                doc="torch.einsum whose operands all lead with the batch", torch="torch.einsum", work="linear"))
 
 
 def _opaque_shape(ctx: Ctx):
@@ -940,7 +1009,7 @@ register(OpRule("opaque", "misc", (Attr("shape", "ints"), Attr("target", "any", 
                 lambda ctx: Cost(bwd_input=(0,) * len(ctx.ins)),
                 lambda ctx, batch: [FormulaLine("FLOPs", f"not modelled ({ctx['target']})", "?", 0)],
                 arity=(0, None), doc="an operation the engine has no rule for: its shape comes from PyTorch and its "
-                                     "cost is NOT counted (listed as a warning)", torch="?"))
+                                     "cost is NOT counted (listed as a warning)", torch="?", work="elementwise"))
 
 
 # == composite attention blocks (torch.nn.MultiheadAttention, torchvision's Swin window attention) ================
@@ -982,7 +1051,8 @@ register(OpRule(
     _mha_shape, _mha_cost,
     lambda ctx, batch: [FormulaLine("MACs", "N·(L·E·E·3 + 2·L²·E + L·E·E)", f"{batch}·(…)", batch * _mha_cost(ctx).macs)],
     _mha_params, saves=lambda ctx: Saves(inputs=(0, 1, 2), output=True), arity=(3, 3), channel="none",
-    doc="nn.MultiheadAttention (batch_first): projections, attention and output projection", torch="nn.MultiheadAttention"))
+    doc="nn.MultiheadAttention (batch_first): projections, attention and output projection", torch="nn.MultiheadAttention",
+    work="linear"))
 
 
 def _win_tokens(ctx: Ctx) -> tuple[int, int]:
@@ -1023,4 +1093,5 @@ register(OpRule(
     lambda ctx: Params(trainable=4 * ctx.x[2] ** 2 + (3 * ctx.x[2] if ctx["qkv_bias"] else 0)
                        + (ctx.x[2] if ctx["proj_bias"] else 0) + ctx["extra_params"], buffers=ctx["extra_buffers"]),
     saves=lambda ctx: Saves(inputs=(0,), output=True), channel="pass",
-    doc="Swin (shifted) window self-attention on a channels-last map", torch="torchvision shifted_window_attention"))
+    doc="Swin (shifted) window self-attention on a channels-last map", torch="torchvision shifted_window_attention",
+    work="linear"))

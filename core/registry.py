@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import difflib
 from math import isfinite
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from math import prod
 from typing import Any, Callable
 
@@ -131,8 +131,78 @@ def _no_saves(ctx: Ctx) -> Saves:
     return Saves()
 
 
+# -- what a rule says about running its op: class of work, CPU allocations, channel coupling ---------------------
+
+def _allocates_output(ctx: Ctx, batch: int, act_bytes: int, weight_bytes: int) -> tuple:
+    """The default CPU allocation: the output, unless the node runs in place (``inplace`` attribute)."""
+    return () if ctx.attrs.get("inplace") else (("out",),)
+
+
+CHANNEL_KINDS = ("new", "pass", "unify", "none", "depthwise")
+
+
+@dataclass(frozen=True)
+class TorchModule:
+    """How a node becomes PyTorch: ``<origin>.<cls>(**kwargs)``, called as ``call`` says (on the node's inputs)."""
+
+    cls: str
+    kwargs: dict
+    call: str = "{own}({args})"
+    origin: str = "torch.nn"
+
+
+@dataclass(frozen=True)
+class TorchParam:
+    """A tensor ``torch.zeros(1, *shape)`` expanded over the batch: an ``nn.Parameter``, or a buffer. ``stored``
+    is set when the IR derives the tensor from that many stored elements in a way it does not record: then only the
+    stored elements are built, and no node may read the tensor."""
+
+    shape: tuple[int, ...]
+    trainable: bool
+    buffer: bool = False
+    stored: int | None = None
+
+
+@dataclass(frozen=True)
+class TorchExpr:
+    """A functional node: a Python expression over the input variables (``torch`` and ``F`` in scope)."""
+
+    code: str
+
+
+@dataclass(frozen=True)
+class Importer:
+    """A PyTorch callable that imports to this op (``core.bridge.fx_import``): ``kind`` is "module" (an ``nn``
+    class, by dotted path), "function" (a function object, by dotted path) or "method" (a ``Tensor`` method, by
+    name); ``handler(c, n)`` — ``handler(c, n, module)`` for modules — emits IR nodes through the converter ``c``
+    and returns the IR name of the result."""
+
+    kind: str
+    target: str
+    handler: Callable
+
+
 @dataclass(frozen=True)
 class OpRule:
+    """Everything the engine knows about one op. Besides its shape, cost, parameters, memory and formula:
+
+    * ``work``: its class of work (``WORK_CLASSES``), a string or a function of the node: which calibrated
+      efficiency and per-call overhead of a device apply (``core.paleo``);
+    * ``fuses``: in the fused view it runs in its producer's epilogue, with no memory round trip;
+    * ``cpu_alloc(ctx, batch, act_bytes, weight_bytes)``: the blocks a CPU forward call allocates, in the order
+      glibc sees them (``core.cpu_heap``): ``("alloc", bytes)`` a temporary, ``("free", j)`` the j-th temporary,
+      ``("out",)`` the output; views allocate nothing whatever this says;
+    * ``channel``: how the output's feature channels relate to the inputs', for what-if edits (``core.edit``):
+      "new": the node defines them (field ``channel_field``); "pass": same as input 0; "unify": all inputs of equal
+      channel size are tied together (residual add); "none": derived, not an edit target; "depthwise": the node's
+      ``follow`` says how its attributes follow its input channels. A string or a function of the node;
+    * ``follow(ctx, channels)``: the attribute changes that keep a "depthwise" node valid when its input gets
+      ``channels`` channels;
+    * ``to_torch(node, input_names)``: how a compiled node becomes PyTorch (``core.bridge.to_torch``): a
+      ``TorchModule``, ``TorchParam`` or ``TorchExpr``; ``None`` when nothing can be built;
+    * ``imports``: the PyTorch callables that import to it (``core.bridge.fx_import``).
+    """
+
     kind: str
     category: str            # conv | linear | matmul | attention | norm | activation | pool | elementwise | shape | misc
     attrs: tuple[Attr, ...]
@@ -144,13 +214,32 @@ class OpRule:
     arity: tuple[int, int | None] = (1, 1)
     alias: bool = False      # the output is a view of input 0: no new memory
     copies_in_training: bool = False   # an alias at inference that makes a new tensor in training (dropout)
-    # How the output's feature-channel dimension relates to the inputs', for what-if edits (core.edit):
-    #   "new": the node defines it (field ``channel_field``); "pass": same as input 0; "unify": all inputs of equal
-    #   channel size are tied together (residual add); "none": derived, not an edit target.
-    channel: str = "none"
+    channel: str | Callable[[Ctx], str] = "none"
     channel_field: str | None = None
     doc: str = ""
-    torch: str = ""          # the PyTorch module or function this rule mirrors
+    torch: str = ""          # the PyTorch module or function this rule mirrors, as the docs name it
+    work: str | Callable[[Ctx], str] = field(default=None, kw_only=True)
+    fuses: bool = field(default=False, kw_only=True)
+    cpu_alloc: Callable[[Ctx, int, int, int], tuple] = field(default=_allocates_output, kw_only=True)
+    follow: Callable[[Ctx, int], dict] | None = field(default=None, kw_only=True)
+    to_torch: Callable | None = field(default=None, kw_only=True)
+    imports: tuple[Importer, ...] = field(default=(), kw_only=True)
+
+    def __post_init__(self):
+        for name, value, allowed in (("work", self.work, WORK_CLASSES), ("channel", self.channel, CHANNEL_KINDS)):
+            if not callable(value) and value not in allowed:
+                raise RuntimeError(f"op '{self.kind}': {name} {value!r} is not one of {', '.join(allowed)}")
+
+    def work_class(self, ctx: Ctx) -> str:
+        """Which class of work this node is (``WORK_CLASSES``)."""
+        w = self.work(ctx) if callable(self.work) else self.work
+        if w not in WORK_CLASSES:
+            raise RuntimeError(f"op '{self.kind}' gave class of work {w!r}, not one of {', '.join(WORK_CLASSES)}")
+        return w
+
+    def channel_kind(self, ctx: Ctx) -> str:
+        """How this node's output channels relate to its inputs' (``CHANNEL_KINDS``)."""
+        return self.channel(ctx) if callable(self.channel) else self.channel
 
 
 REGISTRY: dict[str, OpRule] = {}

@@ -85,7 +85,8 @@ def test_each_layer_allocates_what_onednn_and_aten_do():
     18,432 B, output copy 32·8·8·2·4 = 16,384 B; the first two are freed before the output is allocated, the output
     copy after. A stem (3 input channels) has no input copy. A 1×1 conv runs on the plain layout up to batch 8 (its
     output only) and on the blocked one above. Max pooling 2×2 on 4×8×8: output 4·4·4·2·4 = 512 B, int64 indices
-    4·4·4·2·8 = 1,024 B. An in-place ReLU allocates nothing; a BatchNorm its output."""
+    4·4·4·2·8 = 1,024 B. An in-place ReLU allocates nothing, a plain one (nn.ReLU()) its output 4·8·8·2·4 = 2,048 B,
+    as does a BatchNorm; an in-place add (out += identity) nothing."""
     conv = _node("conv2d", (16, 8, 8), out_channels=32, kernel_size=3, padding=1, bias=False)
     assert layer_allocations(conv, 2, 4, 4) == ((("alloc", 8192), ("alloc", 18432), ("alloc", 16384), ("free", 1),
                                                 ("free", 0), ("out",), ("free", 2)), 16384)
@@ -97,7 +98,9 @@ def test_each_layer_allocates_what_onednn_and_aten_do():
     assert layer_allocations(pointwise, 9, 4, 4)[0][0] == ("alloc", 16 * 64 * 9 * 4)
     pool = _node("max_pool2d", (4, 8, 8), kernel_size=2)
     assert layer_allocations(pool, 2, 4, 4) == ((("out",), ("alloc", 1024), ("free", 0)), 512)
-    assert layer_allocations(_node("relu", (4, 8, 8)), 2, 4, 4) == ((), 0)
+    assert layer_allocations(_node("relu", (4, 8, 8), inplace=True), 2, 4, 4) == ((), 0)
+    assert layer_allocations(_node("relu", (4, 8, 8)), 2, 4, 4) == ((("out",),), 2048)
+    assert layer_allocations(_node("add", (4, 8, 8), scalar=1.0, inplace=True), 2, 4, 4) == ((), 0)
     assert layer_allocations(_node("batch_norm", (4, 8, 8)), 2, 4, 4) == ((("out",),), 2048)
 
 
@@ -106,7 +109,7 @@ def _big_net():
     37,748,736 B, above glibc's largest mmap threshold (32 MiB), so every one is mmap-ed and fresh on every pass."""
     return Network.make("big", {"x": (64, 384, 384)}, [
         Node.make("conv", "conv2d", "x", out_channels=64, kernel_size=3, padding=1, bias=False),
-        Node.make("bn", "batch_norm", "conv"), Node.make("relu", "relu", "bn"),
+        Node.make("bn", "batch_norm", "conv"), Node.make("relu", "relu", "bn", inplace=True),
         Node.make("pw", "conv2d", "relu", out_channels=64, kernel_size=1, bias=False)])
 
 
