@@ -15,14 +15,14 @@ from pathlib import Path
 from common import quick_main
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = [*sorted(str(p.relative_to(ROOT)) for p in (ROOT / "pages").glob("*.py"))]
-SKIP = {"pages/5_Benchmark.py"}      # live timing is not a page to re-render on every change
+PAGES = [*sorted(str(p.relative_to(ROOT)) for p in (ROOT / "views").glob("*.py"))]
+SKIP = {"views/benchmark.py"}      # live timing is not a page to re-render on every change
 # pages whose parts run only when open (lazy tabs, a lab selector): the session-state settings of each view, timed open
 LAB2_TABS = ["Eleven devices", "Ten networks on two rooflines", "Latency vs FLOPs and params",
              "Throughput, forward : backward", "Measured here"]
-VIEWS = {"pages/2_Estimates.py": [{"estimates_tab": t} for t in ["Breakdown", "Batch size", "Other devices",
+VIEWS = {"views/estimates.py": [{"estimates_tab": t} for t in ["Breakdown", "Batch size", "Other devices",
                                                                  "Convolution algorithm", "Data parallel"]],
-         "pages/7_Course_labs.py": [{"lab": 1}, *({"lab": 2, "lab2_tab": t} for t in LAB2_TABS),
+         "views/course_labs.py": [{"lab": 1}, *({"lab": 2, "lab2_tab": t} for t in LAB2_TABS),
                                     {"lab": 3}, {"lab": 4}, {"lab": 5}]}
 
 

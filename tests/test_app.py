@@ -48,7 +48,7 @@ def test_explain_shows_substituted_arithmetic(app):
     assert "10{,}616{,}832" in text and "21{,}233{,}664" in text
 
 
-PAGES = [str(Path(APP).parent / "pages" / p) for p in ("1_Roofline.py", "2_Estimates.py", "3_Devices.py", "4_Network.py")]
+PAGES = [str(Path(APP).parent / "views" / p) for p in ("roofline.py", "estimates.py", "devices.py", "network.py")]
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: Path(p).stem)
@@ -85,7 +85,7 @@ def test_the_first_page_does_not_import_torch():
     assert out.stdout.strip().splitlines()[-1] == "False", out.stderr[-500:]
 
 
-NETWORK_PAGE = str(Path(APP).parent / "pages" / "4_Network.py")
+NETWORK_PAGE = str(Path(APP).parent / "views" / "network.py")
 
 
 def _edit(at, layer, field, value):
@@ -116,8 +116,8 @@ def test_an_invalid_edit_is_refused_at_its_layer_and_the_network_kept():
     assert "1,199,882 parameters" in at.caption[0].value          # undo returns to the built-in network
 
 
-COMPARE_PAGE = str(Path(APP).parent / "pages" / "6_Compare.py")
-ESTIMATES_PAGE = str(Path(APP).parent / "pages" / "2_Estimates.py")
+COMPARE_PAGE = str(Path(APP).parent / "views" / "compare.py")
+ESTIMATES_PAGE = str(Path(APP).parent / "views" / "estimates.py")
 
 
 def test_compare_presets_show_the_variants_side_by_side():

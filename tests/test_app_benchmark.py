@@ -21,7 +21,7 @@ from ui import benchmark as bm
 from ui.state import DEVICE, MODEL
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGE = str(ROOT / "pages" / "5_Benchmark.py")
+PAGE = str(ROOT / "views" / "benchmark.py")
 
 
 def _page() -> AppTest:

@@ -12,7 +12,7 @@ import core.devices
 from ui import devices_form as df
 from ui.state import devices
 
-PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "3_Devices.py")
+PAGE = str(Path(__file__).resolve().parent.parent / "views" / "devices.py")
 USER = core.devices.USER_PATH          # under $CNN_CALC_HOME, a temporary folder (conftest.py)
 
 

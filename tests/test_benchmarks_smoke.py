@@ -27,7 +27,7 @@ def test_bench_estimate_quick():
 def test_bench_app_quick():
     import bench_app
     out = bench_app.main(["--quick"])
-    assert "pages/0_Layers.py" in out["pages"] and all(ms > 0 for ms in out["pages"].values())
+    assert "views/layers.py" in out["pages"] and all(ms > 0 for ms in out["pages"].values())
     assert out["cold_s"] > 0
 
 

@@ -9,7 +9,7 @@ import core
 from ui import builder
 
 MNIST = core.load_network("mnist_cnn")
-PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "4_Network.py")
+PAGE = str(Path(__file__).resolve().parent.parent / "views" / "network.py")
 
 
 def _rows():

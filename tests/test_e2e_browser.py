@@ -137,8 +137,9 @@ def test_layer_table_edit_applies_and_an_invalid_one_is_refused_at_its_row(serve
 
 
 def test_a_fresh_server_opened_at_a_page_url_keeps_the_app_navigation():
-    """Streamlit treats pages/ as an old-style page folder when a fresh server's first visit is a page URL; the page
-    must still come with app.py's menu (titled sections, no "app" entry)."""
+    """Streamlit treats a ``pages/`` folder beside app.py as an old-style page folder when a fresh server's first
+    visit is a page URL (the app's pages live in ``views/`` for that reason); the page must still come with app.py's
+    menu (titled sections, no "app" entry)."""
     proc, url = _start_server()
     try:
         with sync_playwright() as p:

@@ -22,7 +22,7 @@ from ui import labs
 from ui.devices_form import FASTEST, SURVEY, overlay
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGE = str(ROOT / "pages" / "7_Course_labs.py")
+PAGE = str(ROOT / "views" / "course_labs.py")
 
 # VGG conv MACs per image at 224×224, 3×3 kernels, padding 1 (H_out = H_in until each pool halves it):
 CONV_224_3_64 = 224 * 224 * 64 * 3 * 9            # = 86,704,128

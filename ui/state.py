@@ -1,8 +1,9 @@
 """Session state, the sidebar every page shows, and cached calls into ``core``.
 
-Pages call ``sidebar()`` first: it initialises state, draws the controls (network, input shape, batch, precision,
-optimizer, device, PPP) and returns a ``Selection`` with the current analysis and estimate, or stops the page with a
-message naming what is wrong. Widget keys are constants so tests find widgets by key.
+Every page opens with ``page(title)``: the page config, then ``sidebar()``, which initialises state, draws the
+controls (network, input shape, batch, precision, optimizer, device, PPP) and returns a ``Selection`` with the current
+analysis and estimate, or stops the page with a message naming what is wrong, then the title. Widget keys are
+constants so tests find widgets by key.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 import core
+from core.choices import DEFAULT_DTYPE, DEFAULT_OPTIMIZER
 from core.devices import load_devices
 from core.paleo import Estimate, estimate
 from core.precision import OPTIMIZERS, PRECISIONS
@@ -22,7 +24,7 @@ MODEL, INPUT, BATCH, DTYPE, OPTIMIZER, DEVICE, PPP = (
     "model", "input_shape", "batch_size", "dtype", "optimizer", "device", "ppp")
 CUSTOM = "custom"                    # the MODEL value for the network built or edited on the Network page
 CUSTOM_NET, HISTORY = "custom_network", "custom_history"   # the current custom Network; earlier versions (undo)
-DEFAULTS = {MODEL: "mnist_cnn", INPUT: "", BATCH: 1, DTYPE: "fp32", OPTIMIZER: "sgd_momentum",
+DEFAULTS = {MODEL: "mnist_cnn", INPUT: "", BATCH: 1, DTYPE: DEFAULT_DTYPE, OPTIMIZER: DEFAULT_OPTIMIZER,
             DEVICE: "v100-sxm2", PPP: 1.0}
 
 
@@ -104,7 +106,6 @@ def _label(name: str) -> str:
 
 
 def sidebar() -> Selection:
-    _through_app_navigation()
     init_state()
     db = devices()
     with st.sidebar:
@@ -148,21 +149,10 @@ def sidebar() -> Selection:
     return Selection(report, dev, est, err)
 
 
-def _through_app_navigation() -> None:
-    """Streamlit 1.67 decides at a fresh server's first visit whether ``pages/`` is an old-style page folder: a first
-    visit straight to a page URL runs that page alone, without ``app.py``'s ``st.navigation`` — the menu then lists
-    "app" and no sections, for every later session too. Hand the run over to ``app.py`` (which serves the same URL)."""
-    from streamlit.runtime.pages_manager import PagesManager
-
-    if PagesManager.uses_pages_directory:
-        PagesManager.uses_pages_directory = False
-        st.rerun()
-
-
-def page(title: str, *, needs_estimate: bool = False) -> Selection:
-    """The opening of every page: config, sidebar, title; pages that need a time estimate stop with the reason
-    (a device without the chosen precision) instead of failing."""
-    st.set_page_config(page_title=f"{title} · CNN calculator", layout="wide")
+def page(title: str, *, needs_estimate: bool = False, tab: str | None = None) -> Selection:
+    """The opening of every page: config (the browser tab reads ``tab``, else ``title``), sidebar, title; pages that
+    need a time estimate stop with the reason (a device without the chosen precision) instead of failing."""
+    st.set_page_config(page_title=f"{tab or title} · CNN calculator", layout="wide")
     sel = sidebar()
     st.title(title)
     if needs_estimate and sel.estimate is None:

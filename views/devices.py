@@ -14,7 +14,7 @@ from ui.devices_form import (F_BW, F_ID, F_KIND, F_MEM, F_NAME, F_NOTE, F_PEAK, 
                              FASTEST, FIELD_OF_KEY, MAX_IMPORT_BYTES, SURVEY, blank_form, build_spec, check_new,
                              device_table, explain, form_values, link_table, merge, overlay, parse_import, save,
                              user_count)
-from ui.state import DEFAULTS, DEVICE, devices, sidebar
+from ui.state import DEFAULTS, DEVICE, devices, page
 
 EDIT, MSG, NEW = "device_edit", "device_message", ""   # the "Edit" pick ("" = a new device); the last outcome
 
@@ -105,9 +105,7 @@ def _inline(key: str) -> None:
 
 # -- the page -------------------------------------------------------------------------------------------------
 
-st.set_page_config(page_title="Devices · CNN calculator", layout="wide")
-sidebar()
-st.title("Devices")
+page("Devices")
 db = devices()
 
 st.dataframe(device_table(db), hide_index=True, placeholder="", width="stretch", key="device_table",

@@ -30,11 +30,9 @@ from core.bridge.timing import implied_ppp
 from core.paleo import estimate
 from ui import benchmark as bm
 from ui.charts import lines_chart, show
-from ui.state import devices, sidebar
+from ui.state import devices, page
 
-st.set_page_config(page_title="Benchmark · CNN calculator", layout="wide")
-sel = sidebar()
-st.title("Benchmark")
+sel = page("Benchmark")
 st.caption("Live timing with PyTorch on this machine's CPU, with random weights. torch loads on the first run "
            "(a few seconds). Keep the settings small: the machine may be shared.")
 

@@ -7,11 +7,9 @@ import streamlit as st
 import core
 from ui.charts import show
 from ui.compare import PRESETS, compare_rows
-from ui.state import BATCH, CUSTOM, CUSTOM_NET, DTYPE, OPTIMIZER, PPP, sidebar
+from ui.state import BATCH, CUSTOM, CUSTOM_NET, DTYPE, OPTIMIZER, PPP, page
 
-st.set_page_config(page_title="Compare · CNN calculator", layout="wide")
-sel = sidebar()
-st.title("Compare networks")
+sel = page("Compare networks", tab="Compare")
 options = core.builtin_names() + ([CUSTOM] if st.session_state.get(CUSTOM_NET) is not None else [])
 st.session_state.setdefault("compare_models", PRESETS["VGG 11/13/19"])
 cols = st.columns(len(PRESETS))
