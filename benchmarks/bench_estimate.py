@@ -14,10 +14,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import core  # noqa: E402
-from common import quick_main  # noqa: E402
-from core.devices import load_devices  # noqa: E402
-from core.paleo import sweep as paleo_sweep  # noqa: E402
+import core
+from common import quick_main
+from core.devices import load_devices
+from core.paleo import sweep as paleo_sweep
 
 BATCHES = tuple(2 ** i for i in range(11))      # 1 … 1024
 

@@ -13,7 +13,6 @@ from .graph import compile_network
 from .ir import Network
 from .report import Report, check_batch
 
-
 _PY_CLASS = re.compile(r"^(?P<path>.+\.py):(?P<cls>[A-Za-z_][A-Za-z0-9_]*)$")
 
 

@@ -44,7 +44,8 @@ def format_table(report: Report) -> str:
         f"Parameters:        {t['params']:,} ({t['trainable_params']:,} trainable) = {_fmt_bytes(t['param_bytes'])}"
         + (f"  + {t['buffers']:,} buffer elements" if t["buffers"] else ""),
         f"Forward:           {gm:,.3f} GMACs = {t['flops'] / 1e9:,.3f} GFLOPs",
-        f"Backward:          {t['backward_flops'] / 1e9:,.3f} GFLOPs   training step {t['training_flops'] / 1e9:,.3f} GFLOPs",
+        f"Backward:          {t['backward_flops'] / 1e9:,.3f} GFLOPs   "
+        f"training step {t['training_flops'] / 1e9:,.3f} GFLOPs",
         f"Inference memory:  {_fmt_bytes(t['inference_bytes'])} (weights + peak live activations "
         f"{_fmt_bytes(t['activation_bytes'])} at {t['activation_peak_at']})",
         f"Training memory:   {_fmt_bytes(t['training_bytes'])} (weights, gradients, {report.optimizer} state "
@@ -92,7 +93,7 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--file", help="a device JSON file instead of device_specs.json")
     e.add_argument("--json", action="store_true")
 
-    from .bridge import cli_ext      # time and calibrate: torch is imported only when they run
+    from .bridge import cli_ext  # time and calibrate: torch is imported only when they run
     cli_ext.add_subcommands(sub)
     return p
 

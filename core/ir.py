@@ -130,7 +130,8 @@ class Network:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:
-            raise NetworkError(f"not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})", node="network JSON") from None
+            raise NetworkError(f"not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})",
+                               node="network JSON") from None
         except RecursionError:
             raise NetworkError("not a network: the JSON is nested too deeply", node="network JSON") from None
         except ValueError as e:     # e.g. an integer literal longer than Python converts

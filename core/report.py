@@ -179,7 +179,7 @@ class Report:
         }
 
     def to_pandas(self):
-        import pandas as pd   # lazily: core itself needs no pandas
+        import pandas as pd  # lazily: core itself needs no pandas
 
         rows = [layer.as_dict() for layer in self.layers]
         df = pd.DataFrame(rows)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
-import bench_memory  # noqa: E402
+import bench_memory
 
 PARTS = ("weights", "gradients", "optimizer", "saved")
 

@@ -9,9 +9,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
-import bench_predict  # noqa: E402
-
-import core  # noqa: E402
+import bench_predict
+import core
 
 SPEC = {"id": "local", "name": "test CPU", "vendor": "x", "kind": "CPU", "year": 2026,
         "peak_flops": {"fp32": 1e11}, "memory_bandwidth": 2e10, "source": "hand-made", "note": ""}

@@ -1,4 +1,5 @@
-"""``python -m core``: a table, --json, --explain, IR JSON paths; bad input exits non-zero with one line, no traceback."""
+"""``python -m core``: a table, --json, --explain, IR JSON paths; bad input exits non-zero with one line, no
+traceback."""
 
 from __future__ import annotations
 

@@ -406,7 +406,8 @@ _HEAD = ("name", "op", "output shape", "params", "MACs", "FLOPs fwd", "FLOPs bwd
 def render_rows(rows) -> str:
     cells = [_HEAD] + [(r[0], r[1], r[2], *(f"{v:,}" for v in r[3:])) for r in rows]
     widths = [max(len(c[i]) for c in cells) for i in range(len(_HEAD))]
-    return "\n".join("  ".join(c.ljust(w) if i < 3 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
+    return "\n".join("  ".join(c.ljust(w) if i < 3 else c.rjust(w)
+                               for i, (c, w) in enumerate(zip(row, widths))).rstrip()
                      for row in cells) + "\n"
 
 

@@ -179,7 +179,8 @@ def test_mnist_saved_activations_by_hand():
 
 
 def bn_net() -> Network:
-    """x 1×4×4 (16) → conv 1×1 no bias → 2×4×4 (32) → bn (32) → relu (32) → max_pool 2 → 2×2×2 (8) → flatten → linear 3."""
+    """x 1×4×4 (16) → conv 1×1 no bias → 2×4×4 (32) → bn (32) → relu (32) → max_pool 2 → 2×2×2 (8) → flatten
+    → linear 3."""
     return Network.make("bnnet", {"x": (1, 4, 4)}, [
         Node.make("conv", "conv2d", "x", out_channels=2, kernel_size=1, bias=False),
         Node.make("bn", "batch_norm", "conv"),

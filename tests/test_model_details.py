@@ -15,9 +15,9 @@ def test_avg_pool_saves_its_input_like_torch():
     # relu → conv 1×1 (4→2) → avg_pool 2 → batch_norm on 4×8×8:
     # relu saves its output 4·8·8 = 256 (= the conv's input); avg_pool saves its input, the conv output 2·8·8 = 128;
     # batch_norm saves its input 2·4·4 = 32 → 416 elements
-    net = Network.make("t", {"x": (4, 8, 8)}, [N("r", "relu", "x"), N("cv", "conv2d", "r", out_channels=2,
-                                                                      kernel_size=1, bias=False),
-                                                N("ap", "avg_pool2d", "cv", kernel_size=2), N("bn", "batch_norm", "ap")])
+    net = Network.make("t", {"x": (4, 8, 8)}, [
+        N("r", "relu", "x"), N("cv", "conv2d", "r", out_channels=2, kernel_size=1, bias=False),
+        N("ap", "avg_pool2d", "cv", kernel_size=2), N("bn", "batch_norm", "ap")])
     assert analyze(net).compiled.saved == 416
     # the same count from torch's own saved tensors (distinct storages of activation size)
     model = nn.Sequential(nn.ReLU(), nn.Conv2d(4, 2, 1, bias=False), nn.AvgPool2d(2), nn.BatchNorm2d(2)).train()
@@ -61,7 +61,8 @@ def test_attention_backward_counts_dS_once_when_only_keys_need_it():
     # dP = dO·Vᵀ 2·s·E = 4,096; softmax backward 4·s = 1,024; dK = dSᵀ·Q 2·s·E = 4,096; dV = Pᵀ·dO 2·s·E = 4,096
     # → 13,312 (no dQ)
     net = Network.make("a", {"q": (16, 8), "kv": (16, 8)}, [
-        N("k", "linear", "kv", out_features=8), N("v", "linear", "kv", out_features=8), N("att", "sdpa", ["q", "k", "v"])])
+        N("k", "linear", "kv", out_features=8), N("v", "linear", "kv", out_features=8),
+        N("att", "sdpa", ["q", "k", "v"])])
     assert analyze(net).compiled.by_name["att"].bwd_input_flops == 13_312
 
 
@@ -90,7 +91,8 @@ def test_devices_reject_nan_and_infinity():
                         "devices": [good, {**good, "id": "nan", "memory_bandwidth": float("nan")},
                                     {**good, "id": "inf", "peak_flops": {"fp32": float("inf")}}]})
     assert list(db.devices) == ["g"]
-    assert db.problems == ("nan: memory_bandwidth: must be a finite number", "inf: peak_flops.fp32: must be a finite number")
+    assert db.problems == ("nan: memory_bandwidth: must be a finite number",
+                           "inf: peak_flops.fp32: must be a finite number")
     with pytest.raises(CalcError, match="memory_bandwidth"):
         db.add({**good, "id": "mine", "memory_bandwidth": float("nan")})
 

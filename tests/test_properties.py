@@ -157,7 +157,8 @@ def test_random_cnn_matches_torch(spec):
 
 # -- invalid networks --------------------------------------------------------------------------------------------
 
-names = st.text(alphabet=string.ascii_letters + string.digits + "_.-", min_size=1, max_size=10).map(lambda s: "bad_" + s)
+names = st.text(alphabet=string.ascii_letters + string.digits + "_.-", min_size=1, max_size=10).map(
+    lambda s: "bad_" + s)
 
 
 def _raises_naming(net: Network, node: str, batch_size: int = 1) -> NetworkError:

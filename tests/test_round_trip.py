@@ -14,7 +14,8 @@ warnings.filterwarnings("ignore", category=UserWarning)
 
 
 def signature(report):
-    return [(l.op, l.output_shape, l.params, l.buffers, l.macs, l.flops, l.backward_flops, l.bytes) for l in report.layers]
+    return [(l.op, l.output_shape, l.params, l.buffers, l.macs, l.flops, l.backward_flops, l.bytes)
+            for l in report.layers]
 
 
 @pytest.mark.parametrize("name", ["mnist_cnn", "mnist_cnn_conv2_128", "resnet18", "mobilenet_v3_small",

@@ -17,18 +17,26 @@ import time
 from pathlib import Path
 
 import pytest
+import torch  # a test requirement: a missing install must fail, not skip
+from torch import nn
 
-import torch  # noqa: E402  (torch is a test requirement: a missing install must fail, not skip)
-from torch import nn  # noqa: E402
-
-import core  # noqa: E402
-from core.bridge import cli_ext  # noqa: E402
-from core.bridge.calibrate import calibrate, save_local  # noqa: E402
-from core.bridge.timing import (PASSES, PassTiming, available_memory, busy, check_fits, fmt_bytes,  # noqa: E402
-                                implied_ppp, throughput_vs_batch, time_module)
-from core.devices import OP_CLASSES, load_devices  # noqa: E402
-from core.errors import CalcError  # noqa: E402
-from core.paleo import estimate  # noqa: E402
+import core
+from core.bridge import cli_ext
+from core.bridge.calibrate import calibrate, save_local
+from core.bridge.timing import (
+    PASSES,
+    PassTiming,
+    available_memory,
+    busy,
+    check_fits,
+    fmt_bytes,
+    implied_ppp,
+    throughput_vs_batch,
+    time_module,
+)
+from core.devices import OP_CLASSES, load_devices
+from core.errors import CalcError
+from core.paleo import estimate
 
 ROOT = Path(__file__).resolve().parents[1]
 SHAPE = (3, 16, 16)
@@ -134,7 +142,7 @@ def test_a_second_concurrent_run_is_refused():
     def first():
         try:
             time_module(tiny(), SHAPE, passes="forward", progress=hold, **FAST)
-        except Exception as e:     # pragma: no cover - reported below
+        except Exception as e:     # noqa: BLE001  # pragma: no cover - any error in the thread is reported below
             errors.append(e)
 
     t = threading.Thread(target=first)

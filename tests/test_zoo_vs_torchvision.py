@@ -25,8 +25,8 @@ from torch_ref import BATCH, flops_of, fwd_bwd_flops, mac_layer_flops, n_params
 
 # The classic CNNs of the courses, checked layer by layer here (names, shapes, FlopCounterMode per layer);
 # tests/test_zoo_data.py checks every one of torchvision's classifiers as a whole.
-TORCHVISION = ["alexnet", "vgg11", "vgg13", "vgg16", "vgg19", "vgg11_bn", "vgg16_bn", "resnet18", "resnet34", "resnet50",
-               "resnet101", "resnet152", "resnext50_32x4d", "wide_resnet50_2", "googlenet", "squeezenet1_0"]
+TORCHVISION = ["alexnet", "vgg11", "vgg13", "vgg16", "vgg19", "vgg11_bn", "vgg16_bn", "resnet18", "resnet34",
+               "resnet50", "resnet101", "resnet152", "resnext50_32x4d", "wide_resnet50_2", "googlenet", "squeezenet1_0"]
 REAL_CPU = {"alexnet", "resnet18", "vgg11"}          # small enough for a real forward pass on 2 cores
 # IR ops that are torchvision modules of these types, under the same name
 MODULE_OPS = {"conv2d": nn.Conv2d, "batch_norm": nn.BatchNorm2d, "linear": nn.Linear, "max_pool2d": nn.MaxPool2d,
@@ -152,7 +152,8 @@ def test_mnist(name, conv2_out, params, macs):
     # every node's shape, by torch.fx's node names (the IR's names for the functional calls too)
     gm = symbolic_trace(net)
     ShapeProp(gm).propagate(x)
-    fx_shapes = {n.name: tuple(n.meta["tensor_meta"].shape) for n in gm.graph.nodes if n.op not in ("placeholder", "output")}
+    fx_shapes = {n.name: tuple(n.meta["tensor_meta"].shape) for n in gm.graph.nodes
+                 if n.op not in ("placeholder", "output")}
     assert {l.name: l.output_shape for l in report.layers} == fx_shapes
 
     assert report.totals["params"] == n_params(net) == params

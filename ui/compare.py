@@ -23,8 +23,8 @@ def compare_rows(models, batch: int, dtype: str, optimizer: str, device, ppp: fl
                "FLOP/byte": t["arithmetic_intensity"]}
         try:
             e = estimate(r, device, batch_size=batch, dtype=dtype, optimizer=optimizer, ppp=ppp)
-            row.update({"forward ms": e.totals["forward_s"] * 1e3, "training step ms": e.totals["training_step_s"] * 1e3,
-                        "bound": e.roofline["bound"]})
+            row.update({"forward ms": e.totals["forward_s"] * 1e3,
+                        "training step ms": e.totals["training_step_s"] * 1e3, "bound": e.roofline["bound"]})
         except core.CalcError as err:
             row.update({"forward ms": None, "training step ms": None, "bound": str(err)})
         rows.append(row)

@@ -53,7 +53,8 @@ def markdown_report(report: core.Report, est=None) -> str:
                   f"| PALEO training step | {e['training_step_s'] * 1e3:,.3f} ms |",
                   f"| ridge / network intensity | {r['ridge_flop_per_byte']:,.2f} / "
                   f"{(r['arithmetic_intensity'] or 0):,.2f} FLOP/byte ({r['bound']}-bound) |"]
-    lines += ["", "| layer | op | output | params | MACs | FLOPs fwd | FLOPs bwd |", "|---|---|---|---:|---:|---:|---:|"]
+    lines += ["", "| layer | op | output | params | MACs | FLOPs fwd | FLOPs bwd |",
+              "|---|---|---|---:|---:|---:|---:|"]
     lines += [f"| {l.name} | {l.op} | {'×'.join(map(str, l.output_shape))} | {l.params:,} | {l.macs:,} | "
               f"{l.flops:,} | {l.backward_flops:,} |" for l in report.layers]
     return "\n".join(lines) + "\n"
