@@ -18,83 +18,140 @@ from pathlib import Path
 from typing import Any
 
 from .errors import DeviceError
+from .precision import PRECISIONS
+from .registry import WORK_CLASSES
 
 DEFAULT_PATH = Path(__file__).resolve().parent.parent / "device_specs.json"
 SCHEMA_NAME = "cnn-calc/devices"
 SCHEMA_VERSION = 1
-PRECISION_KEYS = ("fp64", "fp32", "tf32", "fp16", "bf16", "int8")
+# The peaks a device states: the compute precision of each numeric format (core.precision), each once.
+PRECISION_KEYS = tuple(dict.fromkeys(p.compute for p in PRECISIONS.values()))
 KINDS = ("GPU", "CPU", "TPU", "SoC", "accelerator")
-# Classes of work a calibrated device states its own efficiency for (fraction of the peak it reaches).
-OP_CLASSES = ("conv", "grouped_conv", "linear", "pool", "elementwise")
+# Classes of work a calibrated device states its own efficiency and per-layer overhead for (core.registry; a class
+# without a figure uses its WORK_FALLBACK's).
+OP_CLASSES = WORK_CLASSES
 USER_PATH = Path(os.environ.get("CNN_CALC_HOME", "~/.cnn_calc")).expanduser() / "devices.json"
 
-_FLOPS = {"type": "object", "additionalProperties": False,
-          "properties": {k: {"type": "number", "exclusiveMinimum": 0} for k in PRECISION_KEYS}}
-DEVICE_SCHEMA: dict = {
-    "type": "object",
-    "required": ["id", "name", "vendor", "kind", "year", "peak_flops", "memory_bandwidth", "source", "note"],
-    "additionalProperties": False,
-    "properties": {
-        "id": {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]*$"},
-        "name": {"type": "string", "minLength": 1},
-        "vendor": {"type": "string", "minLength": 1},
-        "kind": {"enum": list(KINDS)},
-        "year": {"type": "integer", "minimum": 1990, "maximum": 2100},
-        "peak_flops": {**_FLOPS, "minProperties": 1},
-        "sparse_flops": _FLOPS,
-        "memory_bandwidth": {"type": "number", "exclusiveMinimum": 0},
-        "memory_capacity": {"type": "number", "exclusiveMinimum": 0},
-        "source": {"type": "string", "minLength": 1},
-        "note": {"type": "string"},
-        "gpus_per_board": {"type": "integer", "minimum": 1},
-        "compute_notes": {"type": "object", "additionalProperties": {"type": "string"}},
-        "efficiency": {"type": "object", "additionalProperties": False,
-                       "properties": {k: {"type": "number", "exclusiveMinimum": 0, "maximum": 1} for k in OP_CLASSES}},
-        "alloc_threshold": {"type": "number", "exclusiveMinimum": 0},
-        "alloc_bandwidth": {"type": "number", "exclusiveMinimum": 0},
-        "layer_overhead": {"type": "object", "additionalProperties": False,
-                           "properties": {k: {"type": "number", "minimum": 0, "maximum": 1} for k in OP_CLASSES}},
-        "user": {"type": "boolean"},
-    },
-}
-INTERCONNECT_SCHEMA: dict = {
-    "type": "object",
-    "required": ["id", "name", "bandwidth", "source", "note"],
-    "additionalProperties": False,
-    "properties": {
-        "id": {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]*$"},
-        "name": {"type": "string", "minLength": 1},
-        "bandwidth": {"type": "number", "exclusiveMinimum": 0},
-        "latency": {"type": "number", "minimum": 0},
-        "source": {"type": "string", "minLength": 1},
-        "note": {"type": "string"},
-        "user": {"type": "boolean"},
-    },
-}
+
+# -- the fields of an entry, declared once: the dataclasses and the JSON Schemas are made from these ---------------
+
+_JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", dict: "object"}
+
+
+class _Needed:
+    def __repr__(self) -> str:
+        return "<needed>"
+
+
+NEEDED = _Needed()      # a FieldSpec default: the dataclass must be given the field
 
 
 @dataclass(frozen=True)
-class Device:
-    id: str
+class FieldSpec:
+    """One field of a database entry. ``type`` is the Python type (its JSON type follows: str → string, float →
+    number, …); ``rule`` the JSON Schema keywords that constrain the value beyond its type (bounds, pattern,
+    properties; ``enum`` stands instead of a type); ``required``: a file entry must give it; ``default``: what the
+    dataclass holds when it is not given (``NEEDED``: the dataclass must be given it; a dict field defaults to an empty
+    dict)."""
+
     name: str
-    vendor: str
-    kind: str
-    year: int
-    peak_flops: dict
-    memory_bandwidth: float
-    source: str
-    note: str = ""
-    memory_capacity: float | None = None
-    sparse_flops: dict = field(default_factory=dict)
-    gpus_per_board: int = 1
-    compute_notes: dict = field(default_factory=dict)
-    efficiency: dict = field(default_factory=dict)   # op class → fraction of peak (calibrated devices)
-    layer_overhead: dict = field(default_factory=dict)   # op class → seconds each layer call costs on top of its work
-    # a Linux CPU's malloc (glibc): alloc_threshold is its largest mmap threshold (32 MiB on 64-bit); bytes a forward
-    # pass writes to fresh pages (core.cpu_heap replays its allocations) run at alloc_bandwidth, the page-fault rate
-    alloc_threshold: float | None = None
-    alloc_bandwidth: float | None = None
-    user: bool = False
+    type: type
+    doc: str
+    rule: dict = field(default_factory=dict)
+    required: bool = False
+    default: Any = NEEDED
+
+    def schema(self) -> dict:
+        typed = {} if "enum" in self.rule else {"type": _JSON_TYPES[self.type]}
+        return {**typed, **self.rule, "description": self.doc}
+
+    def dataclass_field(self):
+        if self.default is NEEDED:
+            return field()
+        if self.type is dict and self.default is not NEEDED:
+            return field(default_factory=dict)
+        return field(default=self.default)
+
+    @property
+    def annotation(self):
+        return self.type if self.default is not None else self.type | None
+
+
+def _each(keys, value: dict) -> dict:
+    """An object whose keys may only be ``keys``, each holding ``value``."""
+    return {"additionalProperties": False, "properties": {k: {**value} for k in keys}}
+
+
+_ID = FieldSpec("id", str, "short name: lower-case letters, digits and hyphens (the CLI's --device)", required=True,
+            rule={"pattern": "^[a-z0-9][a-z0-9-]*$"})
+_NAME = FieldSpec("name", str, "the name the app shows", required=True, rule={"minLength": 1})
+_SOURCE = FieldSpec("source", str, "where the figures come from: a datasheet address, or how they were measured",
+                required=True, rule={"minLength": 1})
+_NOTE = FieldSpec("note", str, "anything a reader should know about the figures", required=True, default="")
+_USER = FieldSpec("user", bool, "one of the user's own entries (their file), not a built-in one", default=False)
+_POSITIVE = {"exclusiveMinimum": 0}
+_PEAKS = _each(PRECISION_KEYS, {"type": "number", **_POSITIVE})
+
+DEVICE_FIELDS: tuple[FieldSpec, ...] = (
+    _ID, _NAME,
+    FieldSpec("vendor", str, "who makes it", required=True, rule={"minLength": 1}),
+    FieldSpec("kind", str, "what it is: " + ", ".join(KINDS), required=True, rule={"enum": list(KINDS)}),
+    FieldSpec("year", int, "year of release", required=True, rule={"minimum": 1990, "maximum": 2100}),
+    FieldSpec("peak_flops", dict, "dense peak per precision, FLOP/s (int8: ops/s); at least one", required=True,
+          rule={**_PEAKS, "minProperties": 1}),
+    FieldSpec("memory_bandwidth", float, "main-memory bandwidth, bytes/s", required=True, rule=_POSITIVE),
+    _SOURCE, _NOTE,
+    FieldSpec("memory_capacity", float, "memory size, bytes", rule=_POSITIVE, default=None),
+    FieldSpec("sparse_flops", dict, "peak per precision with structured sparsity, FLOP/s", rule=_PEAKS, default={}),
+    FieldSpec("gpus_per_board", int, "GPUs on one board (a K80 board holds two)", rule={"minimum": 1}, default=1),
+    FieldSpec("compute_notes", dict, "precision → a note on its peak", rule={"additionalProperties": {"type": "string"}},
+          default={}),
+    FieldSpec("efficiency", dict, "class of work → fraction of the peak it reaches (calibrated devices)",
+          rule=_each(OP_CLASSES, {"type": "number", "exclusiveMinimum": 0, "maximum": 1}), default={}),
+    FieldSpec("layer_overhead", dict, "class of work → seconds each layer call costs on top of its work (calibrated "
+          "devices)", rule=_each(OP_CLASSES, {"type": "number", "minimum": 0, "maximum": 1}), default={}),
+    # a Linux CPU's malloc (glibc): bytes a forward pass writes to fresh pages (core.cpu_heap replays its
+    # allocations) run at alloc_bandwidth, the page-fault rate
+    FieldSpec("alloc_threshold", float, "the allocator's largest mmap threshold, bytes (glibc: 32 MiB on 64-bit)",
+          rule=_POSITIVE, default=None),
+    FieldSpec("alloc_bandwidth", float, "rate of writes to pages the process has not touched yet (page faults), bytes/s",
+          rule=_POSITIVE, default=None),
+    _USER,
+)
+INTERCONNECT_FIELDS: tuple[FieldSpec, ...] = (
+    _ID, _NAME,
+    FieldSpec("bandwidth", float, "bytes/s per direction", required=True, rule=_POSITIVE),
+    _SOURCE, _NOTE,
+    FieldSpec("latency", float, "seconds per message", rule={"minimum": 0}, default=0.0),
+    _USER,
+)
+
+
+def entry_schema(fields: tuple[FieldSpec, ...]) -> dict:
+    """The JSON Schema of one entry: an object with exactly these fields, the required ones required."""
+    return {"type": "object", "required": [f.name for f in fields if f.required], "additionalProperties": False,
+            "properties": {f.name: f.schema() for f in fields}}
+
+
+def _entry(fields: tuple[FieldSpec, ...]):
+    """Make the decorated class a frozen dataclass with ``fields``, in their order, and their docs in its own."""
+    def make(cls):
+        cls.__annotations__ = {f.name: f.annotation for f in fields}
+        for f in fields:
+            setattr(cls, f.name, f.dataclass_field())
+        cls.__doc__ = (cls.__doc__ or "") + "\n\nFields:\n" + "\n".join(f"    {f.name}: {f.doc}" for f in fields)
+        return dataclass(frozen=True)(cls)
+    return make
+
+
+DEVICE_SCHEMA: dict = entry_schema(DEVICE_FIELDS)
+INTERCONNECT_SCHEMA: dict = entry_schema(INTERCONNECT_FIELDS)
+
+
+@_entry(DEVICE_FIELDS)
+class Device:
+    """A device of the database (``DEVICE_FIELDS`` declares its fields and their JSON Schema). Units: FLOP/s,
+    bytes/s, bytes, seconds."""
 
     def peak(self, compute: str) -> float:
         """Dense peak at a precision; a device without that precision is an error naming the ones it has."""
@@ -118,15 +175,9 @@ class Device:
                 and not (k == "user" and not v)}
 
 
-@dataclass(frozen=True)
+@_entry(INTERCONNECT_FIELDS)
 class Interconnect:
-    id: str
-    name: str
-    bandwidth: float        # bytes/s, per direction
-    source: str
-    note: str = ""
-    latency: float = 0.0    # seconds per message
-    user: bool = False
+    """A link between devices (``INTERCONNECT_FIELDS``)."""
 
     def to_dict(self) -> dict:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
