@@ -1,8 +1,9 @@
-"""The one error type the engine raises for bad input.
+"""The error types the engine raises for bad input, and for a measurement run that did not run to its end.
 
 Every message names what is wrong and where: the node (layer), the field, the value and the reason, e.g.
 ``conv2: kernel_size 5×5 is larger than its padded input 3×3``. Callers (CLI, app) print ``str(err)`` and keep
-whatever the user had; nothing in ``core`` lets a raw traceback through for bad input.
+whatever the user had; nothing in ``core`` lets a raw traceback through for bad input. A caller that must tell one
+outcome from another catches a subclass; no code reads the message text to decide what happened.
 """
 
 from __future__ import annotations
@@ -34,3 +35,11 @@ class NetworkError(CalcError):
 
 class DeviceError(CalcError):
     """An invalid or unknown device or interconnect, or a precision the device does not have."""
+
+
+class Cancelled(CalcError):
+    """A timing or calibration run stopped because its ``cancel`` flag was set (the user pressed Stop)."""
+
+
+class WontFit(CalcError):
+    """A run refused before it starts: the memory model says it needs more memory than may be used here."""

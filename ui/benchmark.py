@@ -12,6 +12,7 @@ import altair as alt
 import pandas as pd
 
 import core
+from core.errors import Cancelled
 
 # Bounded defaults for a shared machine: one sample, a few repeats, a 20 s soft limit, one torch thread.
 DEFAULTS = {"batch": 1, "warmup": 1, "repeats": 3, "max_seconds": 20.0, "threads": 1}
@@ -211,9 +212,9 @@ def time_networks(names, *, dtype: str = "fp32", progress=None, cancel=None, **c
             r = time_module(module, rep.input_shape, 1, passes=("forward",), progress=sub, cancel=cancel,
                             report=rep, measure_memory=False, dtype=dtype, **common)
             del module
+        except Cancelled:
+            raise
         except core.CalcError as e:
-            if "cancelled" in str(e):
-                raise
             rows.append({"network": name, "refused": f"at input {shape}: {e}" if shape else str(e)})
             continue
         t = r.passes["forward"]

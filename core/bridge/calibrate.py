@@ -20,7 +20,7 @@ least disturbed one; the layers are the median run, as a network's latency is, a
   ``core.paleo`` replays a network's allocations through a model of glibc (``core.cpu_heap``) and charges the
   fresh bytes at that rate;
 * ``memory_capacity``: physical memory (``os.sysconf``), or the GPU's total memory;
-* ``layer_overhead`` per class of work (``core.devices.OP_CLASSES``): the time of a tiny layer of the class (a 3×3
+* ``layer_overhead`` per class of work (``core.registry.WORK_CLASSES``): the time of a tiny layer of the class (a 3×3
   conv on 4 channels of 4×4, the same depthwise, a 4→4 linear, a ReLU on 64 numbers), called as an ``nn.Module`` like
   a model's layers: its arithmetic takes nanoseconds, so what is measured is the fixed cost of a call — Python and
   dispatch, allocation, the library's setup (Hockney's n½ in time form). ``core.paleo`` adds it to every layer that
@@ -39,7 +39,9 @@ least disturbed one; the layers are the median run, as a network's latency is, a
   layer faults differently from a network, and ``core.paleo`` models a network's faults itself). For
   conv and linear ``m`` is small and this is close to achieved FLOP/s ÷ fp32 GEMM peak; for the memory-bound classes
   it is the compute share left once the memory term at the measured bandwidth is paid, which is how ``core.paleo``
-  applies it. Every layer's efficiency and raw achieved FLOP/s ÷ peak are in the note.
+  applies it. Every layer's efficiency and raw achieved FLOP/s ÷ peak are in the note. A class without a suite of
+  its own (shape: concat and pad, which copy) is given its fallback's figures (``core.registry.WORK_FALLBACK``), so
+  the device states every class.
 
 The budget is split among the stages (GEMM 45 %, bandwidth 20 %, layers 35 %), each stage taking its share of the
 time still left, so setup costs are absorbed and the whole run stays within ``seconds`` plus one benchmark run.
@@ -54,15 +56,25 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import CalcError
-from .timing import Clock, Progress, _cancelled, cpu_threads, one_job, torch_device
+from ..devices import PRECISION_KEYS
+from ..errors import CalcError, Cancelled
+from ..registry import WORK_CLASSES, WORK_FALLBACK
+from .timing import TORCH_DTYPES, Clock, Progress, _cancelled, cpu_threads, one_job, torch_device
 
-CALIBRATION_DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16")
+# the peaks torch.mm measures: live timing's formats, plus tf32 (fp32 storage, tensor-core matmul switched on)
+_MM_DTYPES = {**TORCH_DTYPES, "tf32": TORCH_DTYPES["fp32"]}
+CALIBRATION_DTYPES = tuple(k for k in PRECISION_KEYS if k in _MM_DTYPES)
 
 
 def _torch_dtype(name: str, torch):
-    return {"fp64": torch.float64, "fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16,
-            "bf16": torch.bfloat16}[name]
+    return getattr(torch, _MM_DTYPES[name])
+
+
+def _every_class(measured: dict) -> dict:
+    """A figure for every class of work (``core.registry.WORK_CLASSES``): the measured one, or for a class without
+    a suite of its own (shape: concat and pad are copies) its fallback's (``WORK_FALLBACK``), as the engine would
+    take it anyway."""
+    return {c: measured[c] if c in measured else measured[WORK_FALLBACK[c]] for c in WORK_CLASSES}
 
 
 class _Budget:
@@ -77,7 +89,7 @@ class _Budget:
 
     def share(self, stage: str) -> float:
         if _cancelled(self.cancel):
-            raise CalcError("calibration cancelled")
+            raise Cancelled("calibration cancelled")
         remaining = max(self.deadline - time.perf_counter(), 0.0)
         return remaining * self.left[stage] / sum(self.left.values())
 
@@ -114,7 +126,7 @@ def _bench(fn, clock: Clock, budget: float, cancel: Any = None, max_runs: int = 
         if time.perf_counter() >= end:
             break
         if _cancelled(cancel):
-            raise CalcError("calibration cancelled")
+            raise Cancelled("calibration cancelled")
     runs.sort()
     t, fresh = runs[(len(runs) - 1) // 2] if median else runs[0]
     return (t, fresh) if faults else t
@@ -326,7 +338,7 @@ def calibrate(seconds: float = 30.0, progress: Progress | None = None, dtypes=("
     """Measure this machine (or ``device="cuda"``) within about ``seconds`` and return a device spec with id
     ``local``. fp32 is always measured (efficiencies are relative to its peak); a dtype the device cannot run is
     left out and named in the note. ``progress(fraction, message)`` after each stage; ``cancel`` (an Event or a
-    callable) raises ``CalcError``. Holds the same one-job-per-process lock as live timing."""
+    callable) raises ``Cancelled`` (a ``CalcError``). Holds the same one-job-per-process lock as live timing."""
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds <= 3600:
         raise CalcError("must be a number of seconds in (0, 3600]", field="seconds", value=seconds)
     if isinstance(dtypes, str):
@@ -422,8 +434,8 @@ def _calibrate(torch, dev, seconds, progress, dtypes, cancel) -> dict:
         "source": f"measured by core.bridge.calibrate on {today.isoformat()}",
         "note": "; ".join(notes),
         "compute_notes": compute_notes,
-        "efficiency": {k: v[0] for k, v in eff.items()},
-        "layer_overhead": {k: v[3] for k, v in eff.items()},
+        "efficiency": _every_class({k: v[0] for k, v in eff.items()}),
+        "layer_overhead": _every_class({k: v[3] for k, v in eff.items()}),
     }
     if fresh:
         spec["alloc_threshold"], spec["alloc_bandwidth"] = fresh

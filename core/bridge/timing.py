@@ -36,8 +36,8 @@ repeat starts, but every requested pass still gets one warm-up and one timed run
 a time per process: a second concurrent call (timing or calibration) raises ``CalcError``.
 
 Cancellation: ``cancel`` (a ``threading.Event`` or a callable returning True) is checked before every run; when set,
-the run stops and raises ``CalcError("timing cancelled ...")``. The module is left as it was found: device, dtype,
-train/eval mode, weights, BatchNorm statistics and gradients are restored.
+the run stops and raises ``Cancelled`` (a ``CalcError``: "timing cancelled ..."). The module is left as it was found:
+device, dtype, train/eval mode, weights, BatchNorm statistics and gradients are restored.
 """
 
 from __future__ import annotations
@@ -51,11 +51,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from ..errors import CalcError, Cancelled, WontFit
 from ..units import format_bytes
-from ..errors import CalcError
 
 PASSES = ("forward", "backward", "train_step")
-DTYPES = ("fp32", "fp64", "bf16", "fp16")
+# the formats live timing runs in → the torch dtype that stores them (tf32 is fp32 storage: a matmul setting)
+TORCH_DTYPES = {"fp32": "float32", "fp64": "float64", "bf16": "bfloat16", "fp16": "float16"}
+DTYPES = tuple(TORCH_DTYPES)
 Progress = Callable[[float, str], None]
 
 _LOCK = threading.Lock()
@@ -153,9 +155,10 @@ def predicted_bytes(report, pass_name: str) -> int:
 
 def check_fits(report, available_bytes: int | None = None, margin: float = 0.8, *, training: bool = True,
                device: str = "cpu") -> dict:
-    """Refuse (``CalcError`` with both numbers) a run that the memory model says needs more than ``margin`` ×
-    the available memory: ``training_bytes`` when ``training``, else ``inference_bytes``. ``available_bytes`` defaults
-    to ``available_memory(device)``; if that is unknown nothing is refused. Returns the numbers it compared."""
+    """Refuse (``WontFit``, a ``CalcError``, with both numbers) a run that the memory model says needs more than
+    ``margin`` × the available memory: ``training_bytes`` when ``training``, else ``inference_bytes``.
+    ``available_bytes`` defaults to ``available_memory(device)``; if that is unknown nothing is refused. Returns the
+    numbers it compared."""
     if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 < margin <= 1:
         raise CalcError("must be a number in (0, 1]", field="margin", value=margin)
     key = "training_bytes" if training else "inference_bytes"
@@ -164,9 +167,9 @@ def check_fits(report, available_bytes: int | None = None, margin: float = 0.8, 
     out = {"needed_bytes": needed, "available_bytes": avail, "margin": float(margin), "what": key}
     if avail is not None and needed > margin * avail:
         what = "training" if training else "inference"
-        raise CalcError(f"the memory model says {what} at batch {report.batch_size} needs {fmt_bytes(needed)}, "
-                        f"{fmt_bytes(avail)} available (at most {margin:.0%} of it may be used): "
-                        f"reduce the batch size or the input", field="batch_size", value=report.batch_size)
+        raise WontFit(f"the memory model says {what} at batch {report.batch_size} needs {fmt_bytes(needed)}, "
+                      f"{fmt_bytes(avail)} available (at most {margin:.0%} of it may be used): "
+                      f"reduce the batch size or the input", field="batch_size", value=report.batch_size)
     return out
 
 
@@ -272,10 +275,9 @@ def torch_device(device: Any):
 def torch_dtype(name: str):
     import torch
 
-    table = {"fp32": torch.float32, "fp64": torch.float64, "bf16": torch.bfloat16, "fp16": torch.float16}
-    if name not in table:
-        raise CalcError(f"choose one of {', '.join(table)}", field="dtype", value=name)
-    return table[name]
+    if name not in TORCH_DTYPES:
+        raise CalcError(f"choose one of {', '.join(DTYPES)}", field="dtype", value=name)
+    return getattr(torch, TORCH_DTYPES[name])
 
 
 def synchronize(dev) -> None:
@@ -596,7 +598,7 @@ def _run(module, shape, batch_size, dev, tdtype, dtype, passes, warmup, repeats,
 
     def check_cancel():
         if _cancelled(cancel):
-            raise CalcError(f"timing cancelled after {done} of {total} runs")
+            raise Cancelled(f"timing cancelled after {done} of {total} runs")
 
     # Remember the module's state; the run changes device, dtype, mode, weights (train step), BatchNorm statistics
     first = next((t for t in [*module.parameters(), *module.buffers()] if t.is_floating_point()), None)
@@ -741,11 +743,9 @@ def throughput_vs_batch(module, input_shape, batches, *, passes=("forward",), re
 
         try:
             r = time_module(module, input_shape, b, passes=passes, report=report, progress=sub, cancel=cancel, **kw)
-        except CalcError as e:
-            if e.field == "batch_size" and "memory model" in e.reason:
-                rows.append({"batch_size": b, "refused": str(e)})
-                break
-            raise
+        except WontFit as e:
+            rows.append({"batch_size": b, "refused": str(e)})
+            break
         row: dict = {"batch_size": b}
         for name, t in r.passes.items():
             row[f"{name}_s"] = t.median_s
