@@ -120,6 +120,7 @@ def test_fresh_bytes_of_a_network_above_the_largest_threshold():
     assert per_node == (3 * 37_748_736, 37_748_736, 0, 37_748_736)
 
 
+@pytest.mark.torch      # imports torch in its body
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="counts glibc's page faults (Linux)")
 def test_fresh_bytes_match_the_page_faults_pytorch_takes():
     """The same network in PyTorch on this CPU: the minor page faults of a warm forward pass × the page size are the
