@@ -83,10 +83,10 @@ def _each(keys, value: dict) -> dict:
 
 
 _ID = FieldSpec("id", str, "short name: lower-case letters, digits and hyphens (the CLI's --device)", required=True,
-            rule={"pattern": "^[a-z0-9][a-z0-9-]*$"})
+                rule={"pattern": "^[a-z0-9][a-z0-9-]*$"})
 _NAME = FieldSpec("name", str, "the name the app shows", required=True, rule={"minLength": 1})
 _SOURCE = FieldSpec("source", str, "where the figures come from: a datasheet address, or how they were measured",
-                required=True, rule={"minLength": 1})
+                    required=True, rule={"minLength": 1})
 _NOTE = FieldSpec("note", str, "anything a reader should know about the figures", required=True, default="")
 _USER = FieldSpec("user", bool, "one of the user's own entries (their file), not a built-in one", default=False)
 _POSITIVE = {"exclusiveMinimum": 0}
@@ -98,24 +98,24 @@ DEVICE_FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec("kind", str, "what it is: " + ", ".join(KINDS), required=True, rule={"enum": list(KINDS)}),
     FieldSpec("year", int, "year of release", required=True, rule={"minimum": 1990, "maximum": 2100}),
     FieldSpec("peak_flops", dict, "dense peak per precision, FLOP/s (int8: ops/s); at least one", required=True,
-          rule={**_PEAKS, "minProperties": 1}),
+              rule={**_PEAKS, "minProperties": 1}),
     FieldSpec("memory_bandwidth", float, "main-memory bandwidth, bytes/s", required=True, rule=_POSITIVE),
     _SOURCE, _NOTE,
     FieldSpec("memory_capacity", float, "memory size, bytes", rule=_POSITIVE, default=None),
     FieldSpec("sparse_flops", dict, "peak per precision with structured sparsity, FLOP/s", rule=_PEAKS, default={}),
     FieldSpec("gpus_per_board", int, "GPUs on one board (a K80 board holds two)", rule={"minimum": 1}, default=1),
-    FieldSpec("compute_notes", dict, "precision → a note on its peak", rule={"additionalProperties": {"type": "string"}},
-          default={}),
+    FieldSpec("compute_notes", dict, "precision → a note on its peak",
+              rule={"additionalProperties": {"type": "string"}}, default={}),
     FieldSpec("efficiency", dict, "class of work → fraction of the peak it reaches (calibrated devices)",
-          rule=_each(OP_CLASSES, {"type": "number", "exclusiveMinimum": 0, "maximum": 1}), default={}),
+              rule=_each(OP_CLASSES, {"type": "number", "exclusiveMinimum": 0, "maximum": 1}), default={}),
     FieldSpec("layer_overhead", dict, "class of work → seconds each layer call costs on top of its work (calibrated "
-          "devices)", rule=_each(OP_CLASSES, {"type": "number", "minimum": 0, "maximum": 1}), default={}),
+              "devices)", rule=_each(OP_CLASSES, {"type": "number", "minimum": 0, "maximum": 1}), default={}),
     # a Linux CPU's malloc (glibc): bytes a forward pass writes to fresh pages (core.cpu_heap replays its
     # allocations) run at alloc_bandwidth, the page-fault rate
     FieldSpec("alloc_threshold", float, "the allocator's largest mmap threshold, bytes (glibc: 32 MiB on 64-bit)",
-          rule=_POSITIVE, default=None),
-    FieldSpec("alloc_bandwidth", float, "rate of writes to pages the process has not touched yet (page faults), bytes/s",
-          rule=_POSITIVE, default=None),
+              rule=_POSITIVE, default=None),
+    FieldSpec("alloc_bandwidth", float, "rate of writes to pages the process has not touched yet (page faults), "
+              "bytes/s", rule=_POSITIVE, default=None),
     _USER,
 )
 INTERCONNECT_FIELDS: tuple[FieldSpec, ...] = (
@@ -185,7 +185,7 @@ class Interconnect:
 
 
 def _validator(schema: dict):
-    import jsonschema   # lazily: only loading the database needs it
+    import jsonschema  # lazily: only loading the database needs it
 
     return jsonschema.Draft202012Validator(schema)
 
@@ -294,7 +294,8 @@ def parse_devices(data: Any, *, where: str = "device_specs.json", user: bool = F
                           value=f"{data.get('schema')} v{data.get('version')}")
     problems: list[str] = []
     out = []
-    for key, schema, make in (("devices", DEVICE_SCHEMA, _make_device), ("interconnects", INTERCONNECT_SCHEMA, _make_link)):
+    for key, schema, make in (("devices", DEVICE_SCHEMA, _make_device),
+                              ("interconnects", INTERCONNECT_SCHEMA, _make_link)):
         entries = data.get(key, [])
         if not isinstance(entries, list):
             raise DeviceError("must be a list", node=where, field=key)

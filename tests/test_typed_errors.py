@@ -8,8 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-import torch  # a test requirement: a missing install must fail, not skip
-from torch import nn
+from torch import nn  # a test requirement: a missing install must fail, not skip
 
 import core
 from core.bridge.calibrate import calibrate

@@ -98,13 +98,15 @@ def overlay(db: DeviceDB, ids, compute: str):
 
 # -- the custom-device form -----------------------------------------------------------------------------------
 
-# form widget keys → the spec field they fill (tests and the page use the keys)
+# form widget keys → the spec field they fill (tests and the page use the keys); the unit a number is typed in
 F_ID, F_NAME, F_VENDOR, F_KIND, F_YEAR = "dev_id", "dev_name", "dev_vendor", "dev_kind", "dev_year"
 F_BW, F_MEM, F_SOURCE, F_NOTE = "dev_bandwidth", "dev_memory", "dev_source", "dev_note"
 F_PEAK = {k: f"dev_{k}" for k in PRECISION_KEYS}
 FIELD_OF_KEY = {F_ID: "id", F_NAME: "name", F_VENDOR: "vendor", F_KIND: "kind", F_YEAR: "year",
                 F_BW: "memory_bandwidth", F_MEM: "memory_capacity", F_SOURCE: "source", F_NOTE: "note",
                 **{v: f"peak_flops.{k}" for k, v in F_PEAK.items()}}
+UNIT_OF_KEY = {F_BW: GIGA, F_MEM: GIB, **{v: TERA for v in F_PEAK.values()}}     # GB/s, GiB, TFLOP/s
+SHOWN = frozenset(path.split(".")[0] for path in FIELD_OF_KEY.values())       # spec fields the form has widgets for
 LABELS = {"id": "Id", "name": "Name", "vendor": "Vendor", "kind": "Kind", "year": "Year",
           "memory_bandwidth": "Memory bandwidth (GB/s)", "memory_capacity": "Memory (GiB)", "source": "Source",
           "note": "Note", "peak_flops": "Peak TFLOP/s", **{f"peak_flops.{k}": f"{k} TFLOP/s" for k in PRECISION_KEYS}}
@@ -120,30 +122,61 @@ def blank_form() -> dict:
             **{v: 0.0 for v in F_PEAK.values()}, F_BW: 0.0, F_MEM: 0.0, F_SOURCE: "", F_NOTE: ""}
 
 
+def _stored(spec: dict, path: str):
+    """A spec's value at a form field's path ("name", "peak_flops.fp32"); None where it has none."""
+    top, _, sub = path.partition(".")
+    value = spec.get(top)
+    return (value.get(sub) if isinstance(value, dict) else None) if sub else value
+
+
+def _shown(spec: dict) -> dict:
+    """The form's widget values for a spec: numbers in the units they are typed in, a missing number as 0, and a
+    kind or year the widgets cannot show as the form's default."""
+    out = blank_form()
+    for key, path in FIELD_OF_KEY.items():
+        value = _stored(spec, path)
+        if key in UNIT_OF_KEY:
+            out[key] = float(value or 0.0) / UNIT_OF_KEY[key]
+        elif value is not None:
+            out[key] = value
+    out[F_KIND] = out[F_KIND] if out[F_KIND] in KINDS else "GPU"
+    out[F_YEAR] = min(max(int(out[F_YEAR]), 1990), 2100)
+    return out
+
+
 def form_values(device) -> dict:
     """The form's widget values for an existing device (the inverse of ``build_spec``)."""
-    return {F_ID: device.id, F_NAME: device.name, F_VENDOR: device.vendor,
-            F_KIND: device.kind if device.kind in KINDS else "GPU", F_YEAR: min(max(int(device.year), 1990), 2100),
-            **{v: float(device.peak_flops.get(k, 0.0)) / TERA for k, v in F_PEAK.items()},
-            F_BW: float(device.memory_bandwidth) / GIGA,
-            F_MEM: float(device.memory_capacity) / GIB if device.memory_capacity else 0.0,
-            F_SOURCE: device.source, F_NOTE: device.note}
+    return _shown(device.to_dict())
+
+
+def _typed(values: dict, key: str):
+    """A widget's value as the spec holds it: TFLOP/s → FLOP/s, GB/s → bytes/s, GiB → bytes; text trimmed."""
+    value = values.get(key)
+    if key in UNIT_OF_KEY:
+        return float(value or 0.0) * UNIT_OF_KEY[key]
+    if key == F_YEAR:
+        return int(value or 0)
+    return value if key == F_KIND else str(values.get(key, "")).strip()
 
 
 def build_spec(values: dict, keep: dict | None = None) -> dict:
-    """A device spec from the form's values: TFLOP/s → FLOP/s, GB/s → bytes/s, GiB → bytes; precisions at 0 and
-    a memory of 0 are left out. ``keep``: fields of an edited device the form does not show (sparse peaks,
-    efficiency, …), kept as they were. Validation is ``DeviceDB.add``'s."""
-    spec = {k: v for k, v in (keep or {}).items()
-            if k in ("sparse_flops", "gpus_per_board", "compute_notes", "efficiency")}
-    spec.update({"id": str(values.get(F_ID, "")).strip(), "name": str(values.get(F_NAME, "")).strip(),
-                 "vendor": str(values.get(F_VENDOR, "")).strip(), "kind": values.get(F_KIND),
-                 "year": int(values.get(F_YEAR) or 0),
-                 "peak_flops": {k: float(values[key]) * TERA for k, key in F_PEAK.items() if values.get(key)},
-                 "memory_bandwidth": float(values.get(F_BW) or 0.0) * GIGA,
-                 "source": str(values.get(F_SOURCE, "")).strip(), "note": str(values.get(F_NOTE, "")).strip()})
-    if values.get(F_MEM):
-        spec["memory_capacity"] = float(values[F_MEM]) * GIB
+    """A device spec from the form's values; precisions at 0 and a memory of 0 are left out. ``keep``: the spec of
+    the device being edited. Every field the form does not show (efficiency, per-layer overhead, the allocator's
+    figures, sparse peaks, …) is carried through unchanged, and so is every shown value left as the form showed it
+    (no unit conversion touches it). Validation is ``DeviceDB.add``'s."""
+    keep = keep or {}
+    shown = _shown(keep)
+    spec = {k: v for k, v in keep.items() if k not in SHOWN}
+    for key, path in FIELD_OF_KEY.items():
+        stored = _stored(keep, path)
+        value = stored if stored is not None and values.get(key) == shown[key] else _typed(values, key)
+        top, _, sub = path.partition(".")
+        if sub:                                             # a peak: 0 is "not supported"
+            spec.setdefault(top, {})
+            if value:
+                spec[top][sub] = value
+        elif value or top != "memory_capacity":            # a memory of 0 is "not given"
+            spec[top] = value
     return spec
 
 
@@ -215,7 +248,8 @@ def parse_import(raw: bytes, name: str = "upload", builtin_ids=()) -> tuple[Devi
         return None, [], _short(str(e))
     except RecursionError:
         return None, [], f"{name}: nested too deeply to be a device file"
-    except Exception as e:      # untrusted input: whatever slips past the schema is a message, never a traceback
+    # untrusted input: whatever slips past the schema is a message, never a traceback
+    except Exception as e:  # noqa: BLE001
         return None, [], f"{name}: could not be read ({type(e).__name__}: {_short(str(e))})"
     builtin = set(builtin_ids)
     problems = [_short(p) for p in parsed.problems]

@@ -157,7 +157,7 @@ def _gemm_peak(torch, dev, name: str, budget: float, clock: Clock, cancel: Any) 
             a = torch.randn(n, n, device=dev).to(dtype)
             b = torch.randn(n, n, device=dev).to(dtype)
             c = torch.empty(n, n, device=dev, dtype=dtype)
-            last_t = _bench(lambda: torch.mm(a, b, out=c), clock, left / (len(sizes) - k), cancel)
+            last_t = _bench(lambda a=a, b=b, c=c: torch.mm(a, b, out=c), clock, left / (len(sizes) - k), cancel)
             rate = 2 * n ** 3 / last_t
             if rate > best:
                 best, best_n = rate, n
@@ -263,8 +263,8 @@ def _time_layers(torch, dev, budget: float, clock: Clock, cancel: Any) -> dict:
             out[cls] = []
             for network, batch, module in layers:
                 x = torch.randn(batch, *network.inputs[0][1], device=dev)
-                out[cls].append((network, batch, *_bench(lambda: module(x), clock, share / len(layers), cancel,
-                                                          faults=dev.type == "cpu", median=True)))
+                out[cls].append((network, batch, *_bench(lambda m=module, x=x: m(x), clock, share / len(layers),
+                                                          cancel, faults=dev.type == "cpu", median=True)))
                 del x
     return out
 

@@ -24,11 +24,12 @@ run: on CUDA ``torch.cuda.max_memory_allocated`` after ``reset_peak_memory_stats
 including the module's weights); on CPU, from ``torch.profiler`` with ``profile_memory=True``: the allocation and free
 records (bytes, signed) are sorted by time and summed, the largest running sum is the peak growth during the run,
 and the bytes already resident when it starts (parameters, buffers, optimizer state, the input; gradients are set
-to None before each pass, as ``zero_grad(set_to_none=True)`` does) are added. MPS has no peak counter: no figure. With a ``report`` (a core ``Report``; rebased to this batch size),
-each pass shows the memory model's prediction next to it (forward: ``inference_bytes``; backward:
-``training_bytes`` less the optimizer state, which backward does not allocate; train step: ``training_bytes``) and the
-achieved FLOP/s (the report's FLOPs ÷ the median: forward ``flops``, backward ``backward_flops``, train step
-``training_flops``; the optimizer's few FLOPs per weight are left out).
+to None before each pass, as ``zero_grad(set_to_none=True)`` does) are added. MPS has no peak counter: no figure.
+With a ``report`` (a core ``Report``; rebased to this batch size), each pass shows the memory model's prediction
+next to it (forward: ``inference_bytes``; backward: ``training_bytes`` less the optimizer state, which backward does
+not allocate; train step: ``training_bytes``) and the achieved FLOP/s (the report's FLOPs ÷ the median: forward
+``flops``, backward ``backward_flops``, train step ``training_flops``; the optimizer's few FLOPs per weight are left
+out).
 
 Safety: with a ``report``, a run the memory model says would not fit in ``margin`` × the available memory is refused
 with both numbers (``check_fits``). ``max_seconds`` bounds the run softly: once it has passed, no further warm-up or
@@ -631,7 +632,7 @@ def _run(module, shape, batch_size, dev, tdtype, dtype, passes, warmup, repeats,
                     continue
                 check_cancel()
                 if i == n_warm - 1 and measure_memory:
-                    with probe.measure(lambda: runner.resident(name), peaks, name):
+                    with probe.measure(lambda name=name: runner.resident(name), peaks, name):
                         run()
                 else:
                     run()
