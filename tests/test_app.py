@@ -3,10 +3,10 @@
 from pathlib import Path
 
 import pytest
-from apptest_ref import metric
 from streamlit.testing.v1 import AppTest
 
 import core
+from apptest_ref import metric
 from core.devices import load_devices
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
@@ -203,8 +203,8 @@ def test_every_chart_helper_builds_a_valid_vega_lite_spec():
     from core.devices import load_devices
     from core.paleo import estimate
     from ui import benchmark as bm
-    from ui import labs
     from ui.charts import bars_chart, layer_points, lines_chart, memory_chart, roofline_chart, roofline_frame
+    from ui.labs import lab2
 
     db = load_devices(user_path=None)
     dev = db.devices["v100-sxm2"]
@@ -218,7 +218,7 @@ def test_every_chart_helper_builds_a_valid_vega_lite_spec():
               lines_chart(frame, "batch", ["a", "b"], "ms", log_y=True),
               bars_chart(frame.assign(name=["p", "q", "r"]), "name", "a", log=True),
               bm.scatter(across, "GFLOPs", "forward GFLOPs"),
-              labs.throughput_chart(labs.throughput_table(["mnist_cnn"], [dev]))]
+              lab2.throughput_chart(lab2.throughput_table(["mnist_cnn"], [dev]))]
     for chart in charts:
         spec = chart.to_dict()                         # raises on any schema violation
         assert spec["$schema"].startswith("https://vega.github.io/schema/vega-lite/")

@@ -1,4 +1,5 @@
-"""The Course labs page and its numbers (ui/labs.py), checked against hand arithmetic from published figures.
+"""The Course labs page and its numbers (ui/labs/lab1.py … lab5.py), checked against hand arithmetic from published
+figures.
 
 Every expected value is derived in the comment beside it from datasheets (NVIDIA, Intel) or from the layer formulas
 (MACs = C_out·H_out·W_out·C_in·k·k per image; 1 MAC = 2 FLOPs), never copied from the code's output.
@@ -11,15 +12,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from apptest_ref import metric, open_page, table
 from streamlit.testing.v1 import AppTest
 
 import core
+from apptest_ref import metric, open_page, table
 from core.devices import load_devices
 from core.paleo import estimate
 from ui import benchmark as bm
 from ui import labs
 from ui.devices_form import FASTEST, SURVEY, overlay
+from ui.labs import lab1, lab2, lab3, lab4, lab5
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = str(ROOT / "views" / "course_labs.py")
@@ -60,7 +62,7 @@ def db():
 
 def test_vgg_macs_and_conv_share_by_hand():
     assert VGG16_CONV + FC_MACS == 15_470_264_320                 # torchvision: VGG16 15.47 GMACs
-    s16, s19 = labs.conv_share(core.analyze("vgg16")), labs.conv_share(core.analyze("vgg19"))
+    s16, s19 = lab1.conv_share(core.analyze("vgg16")), lab1.conv_share(core.analyze("vgg19"))
     assert (s16["conv_macs"], s16["macs"]) == (VGG16_CONV, VGG16_CONV + FC_MACS)
     assert (s19["conv_macs"], s19["macs"]) == (VGG19_CONV, VGG19_CONV + FC_MACS)
     # VGG19: 19,508,428,800 / (19,508,428,800 + 123,633,664) = 19,508,428,800 / 19,632,062,464 = 0.99370
@@ -70,7 +72,7 @@ def test_vgg_macs_and_conv_share_by_hand():
 
 
 def test_k80_times_single_and_double_per_gpu_and_per_board(db):
-    t = labs.k80_table(db, "boost", 1.0).set_index(["network", "K80", "precision"])
+    t = lab1.k80_table(db, "boost", 1.0).set_index(["network", "K80", "precision"])
     vgg16_flops = 2 * 15_470_264_320               # 1 MAC = 2 FLOPs: 30.94 GFLOP (+0.06% ReLU/pool FLOPs)
     cases = {("one GPU", "fp32"): K80_GPU_FP32,     # 30.94e9 / 4.365e12 = 7.088 ms → 141 images/s
              ("one GPU", "fp64"): K80_GPU_FP64,     # 30.94e9 / 1.455e12 = 21.27 ms → 47 images/s
@@ -89,18 +91,18 @@ def test_k80_times_single_and_double_per_gpu_and_per_board(db):
 
 
 def test_k80_base_clock_and_ppp(db):
-    base = labs.k80_table(db, "base", 1.0).set_index(["network", "K80", "precision"])
+    base = lab1.k80_table(db, "base", 1.0).set_index(["network", "K80", "precision"])
     # base clock 560 MHz: 2 × 2496 cores × 2 FLOP × 0.560 GHz = 5.59 ≈ 5.6 TFLOP/s per board (datasheet), 2.8 per GPU
     assert base.loc[("resnet50", "one GPU", "fp32"), "peak TFLOP/s"] == pytest.approx(2.8, rel=0.01)
-    half = labs.k80_table(db, "boost", 0.5).set_index(["network", "K80", "precision"])
-    full = labs.k80_table(db, "boost", 1.0).set_index(["network", "K80", "precision"])
+    half = lab1.k80_table(db, "boost", 0.5).set_index(["network", "K80", "precision"])
+    full = lab1.k80_table(db, "boost", 1.0).set_index(["network", "K80", "precision"])
     # time = FLOPs / (PPP × peak): PPP 0.5 doubles it
     assert (half["ms"] / full["ms"]).to_list() == pytest.approx([2.0] * len(full))
 
 
 def test_layer_timing_sum_adds_the_assumed_cost_per_layer(db):
     e = estimate("vgg16", db.devices["k80"])
-    s = labs.layer_timing_sum(e, 10.0)
+    s = lab1.layer_timing_sum(e, 10.0)
     # VGG16: 13 conv + 13 ReLU + 5 max-pool + avgpool + 3 linear + 2 ReLU = 37 layers that compute (flatten and
     # dropout at inference move nothing) → 37 × 10 µs = 0.37 ms on top of the whole pass
     assert s["layers"] == 37
@@ -125,8 +127,8 @@ def test_networks_on_the_cpu_and_gpu_roofline(db):
     assert cpu.ridge("fp32") == pytest.approx(3.325)
     # K80, one GPU: 4.365 TFLOP/s ÷ 240 GB/s = 18.19 FLOP/byte
     assert gpu.ridge("fp32") == pytest.approx(18.1875)
-    t = labs.network_table(labs.SURVEY_NETWORKS, cpu, gpu, 1, "3x224x224").set_index("network")
-    assert list(t.index) == list(labs.SURVEY_NETWORKS)
+    t = lab2.network_table(lab2.SURVEY_NETWORKS, cpu, gpu, 1, "3x224x224").set_index("network")
+    assert list(t.index) == list(lab2.SURVEY_NETWORKS)
     # AlexNet at batch 1 reads its 61,100,840 weights (× 4 B = 244.4 MB) for 2 × 714.2 M MACs = 1.428 GFLOP: its
     # intensity is at most 1.428e9 / 244.4e6 = 5.84 FLOP/byte < 18.19, so it is memory-bound on the K80
     assert t.loc["alexnet", "FLOP/byte"] <= 5.85 and t.loc["alexnet", "GPU bound"] == "memory"
@@ -143,9 +145,9 @@ def test_spearman_and_throughput_predictions(db):
 
     # ranks of latency [10, 20, 40, 30] are [1, 2, 4, 3]: Σd² = 2, ρ = 1 − 6·2 / (4·15) = 0.8
     df = pd.DataFrame({"GFLOPs": [1, 2, 3, 4], "M params": [4, 3, 2, 1], "latency ms": [10, 20, 40, 30]})
-    assert labs.rank_correlations(df) == pytest.approx({"flops": 0.8, "params": -0.8})
+    assert lab2.rank_correlations(df) == pytest.approx({"flops": 0.8, "params": -0.8})
     gpu = db.devices["k80"]
-    tp = labs.throughput_table(["vgg19"], [gpu]).set_index("batch")["samples/s"]
+    tp = lab2.throughput_table(["vgg19"], [gpu]).set_index("batch")["samples/s"]
     assert list(tp.index) == [1, 64, 256]
     # at most peak / FLOPs per image: 4.365e12 / (2 × 19.632e9) = 111.2 images/s
     assert (tp <= 4.365e12 / (2 * 19_632_062_464)).all() and tp[256] >= tp[1]
@@ -154,7 +156,7 @@ def test_spearman_and_throughput_predictions(db):
 def test_measured_points_use_the_measured_rate():
     rows = [{"network": "alexnet", "input": "3×64×64", "latency_s": 0.01, "iqr_s": 0.0, "flops": 1e8,
              "params": 61_100_840}, {"network": "inception_v3", "refused": "too small"}]
-    pts = labs.measured_points(rows)
+    pts = lab2.measured_points(rows)
     assert len(pts) == 1 and pts.loc[0, "flops"] == pytest.approx(1e10)      # 1e8 FLOPs / 0.01 s
     assert pts.loc[0, "bound"] == "measured (this CPU)"
 
@@ -169,11 +171,11 @@ def test_time_networks_times_a_small_network():
 
 def test_vgg11_per_image_and_per_batch():
     r = core.analyze("vgg11", batch_size=16)
-    tot = labs.batch_totals(r)
+    tot = lab3.batch_totals(r)
     assert tot["macs_image"] == VGG11_CONV + FC_MACS == 7_609_090_048
     # the report's "VGG11 total 121,745,440,768" is 7,609,090,048 MACs × 16
     assert tot["macs_batch"] == 16 * 7_609_090_048 == 121_745_440_768
-    t = labs.pen_and_paper(r).set_index("layer")
+    t = lab3.pen_and_paper(r).set_index("layer")
     first = t.loc["features.0"]
     assert (first["in"], first["out"], first["kernel"], first["output"]) == (3, 64, "3×3", "224×224")
     assert first["MACs/image"] == CONV_224_3_64 and first["FLOPs × 16"] == 2 * 16 * CONV_224_3_64
@@ -181,20 +183,20 @@ def test_vgg11_per_image_and_per_batch():
 
 
 def test_vgg13_second_conv_keeps_224():
-    t = labs.pen_and_paper(core.analyze("vgg13")).set_index("layer")
+    t = lab3.pen_and_paper(core.analyze("vgg13")).set_index("layer")
     # 64→64 3×3 pad 1 before the first pool: 224×224 out, 224·224·64·64·9 = 1,849,688,064 MACs
     assert t.loc["features.2", "output"] == "224×224" and t.loc["features.2", "MACs/image"] == CONV_224_64_64
 
 
 def test_v100_and_a100_ridges(db):
-    r = labs.ridge_table(db).set_index(["device", "precision"])["ridge FLOP/byte"].to_list()
+    r = lab3.ridge_table(db).set_index(["device", "precision"])["ridge FLOP/byte"].to_list()
     # V100: 15.7e12 / 900e9 = 17.44; A100: 19.5e12 / 1555e9 = 12.54; A100 TF32: 156e12 / 1555e9 = 100.32
     assert r == pytest.approx([17.444, 12.540, 100.32], abs=0.01)
 
 
 def test_algorithms_and_outside_flops():
     r = core.analyze("vgg11", batch_size=16)
-    a = labs.algorithm_table(r, load_devices(user_path=None).devices["a100-40gb-sxm"]).set_index("how")["GFLOPs"]
+    a = lab3.algorithm_table(r, load_devices(user_path=None).devices["a100-40gb-sxm"]).set_index("how")["GFLOPs"]
     assert a["conv algorithm: direct"] * 1e9 == pytest.approx(r.totals["flops"])
     # Winograd F(2×2, 3×3): 16 multiply-adds per 2×2 tile and channel pair instead of 4·9 = 36 → far fewer FLOPs
     assert a["conv algorithm: winograd"] < 0.6 * a["conv algorithm: direct"]
@@ -205,35 +207,35 @@ def test_algorithms_and_outside_flops():
 
 def test_resnet_parameter_memory():
     # params × 4 B: 11,689,512 × 4 = 46,758,048 B; 25,557,032 × 4 = 102,228,128 B
-    assert labs.training_memory("resnet18", 1)["param_bytes"] == 46_758_048
-    assert labs.training_memory("resnet50", 1)["param_bytes"] == 102_228_128
+    assert lab4.training_memory("resnet18", 1)["param_bytes"] == 46_758_048
+    assert lab4.training_memory("resnet50", 1)["param_bytes"] == 102_228_128
 
 
 def test_training_memory_parts_and_data_parallel():
-    m = labs.training_memory("resnet18", 64, 1, "fp32", "sgd_momentum", 400)["parts"]
+    m = lab4.training_memory("resnet18", 64, 1, "fp32", "sgd_momentum", 400)["parts"]
     assert m["gradients"] == 46_758_048 and m["optimizer state"] == 46_758_048   # one momentum buffer: 1 × params
     assert m["overhead (assumed)"] == 400 * 2 ** 20 == 419_430_400
-    adam = labs.training_memory("resnet18", 64, 1, "fp32", "adam")["parts"]
+    adam = lab4.training_memory("resnet18", 64, 1, "fp32", "adam")["parts"]
     assert adam["optimizer state"] == 2 * 46_758_048                               # two moments
     # saved activations = a fixed part + batch × a per-image part. The fixed part is BatchNorm's batch statistics,
     # saved once per batch: ResNet18 has 64 + 4·64 + (4·128 + 128) + (4·256 + 256) + (4·512 + 512) = 4,800 BN
     # channels × (mean, inverse std) × 4 B = 38,400 B. So saved(64) = 2 × saved(32) − 38,400.
-    half = labs.training_memory("resnet18", 32)["parts"]["saved activations"]
+    half = lab4.training_memory("resnet18", 32)["parts"]["saved activations"]
     assert m["saved activations"] == 2 * half - BN_STATS_RESNET18
-    two = labs.training_memory("resnet18", 64, 2, "fp32", "sgd_momentum", 400)
+    two = lab4.training_memory("resnet18", 64, 2, "fp32", "sgd_momentum", 400)
     # 2 data-parallel GPUs: each holds a full replica and ⌈64 / 2⌉ = 32 images' activations
     assert two["per_gpu_batch"] == 32 and two["parts"]["saved activations"] == half
     assert two["parts"]["weights"] == m["weights"] and two["all_gpus"] == 2 * two["per_gpu"]
-    assert labs.per_gpu_batch(5, 2) == 3
-    frame = labs.memory_vs_batch("resnet50", 1, overhead_mib=400)
-    assert list(frame["batch"]) == list(labs.MEMORY_BATCHES)
+    assert lab4.per_gpu_batch(5, 2) == 3
+    frame = lab4.memory_vs_batch("resnet50", 1, overhead_mib=400)
+    assert list(frame["batch"]) == list(lab4.MEMORY_BATCHES)
     assert frame["total per GPU"].is_monotonic_increasing
 
 
 # == lab 5 ==========================================================================================================
 
 def test_mnist_conv2_flops_at_batch_1_and_501():
-    df = labs.vs_batch([labs.MNIST]).set_index("batch")
+    df = lab5.vs_batch([lab5.MNIST]).set_index("batch")
     # 64·24·24 = 36,864 outputs × (288 multiplies + 287 adds + 1 bias) = 36,864 × 576 = 21,233,664
     assert df.loc[1, "conv2 GFLOPs"] * 1e9 == pytest.approx(21_233_664)
     # × 501 = 10,638,065,664
@@ -245,7 +247,7 @@ def test_mnist_conv2_flops_at_batch_1_and_501():
 
 
 def test_conv2_widened_to_128_and_fc1_follows():
-    t = labs.side_by_side([labs.MNIST, labs.widened(128)]).set_index("quantity")
+    t = lab5.side_by_side([lab5.MNIST, lab5.widened(128)]).set_index("quantity")
     wide = t["mnist_cnn_conv2_128"]
     assert wide["conv2 FLOPs"] == f"{128 * 24 * 24 * 576:,}"              # 42,467,328
     assert wide["conv2 params"] == f"{128 * 32 * 9 + 128:,}"               # 36,992
@@ -254,11 +256,11 @@ def test_conv2_widened_to_128_and_fc1_follows():
     # 1,199,882 − 18,496 − 1,179,776 + 36,992 + 2,359,424 = 2,398,026
     assert wide["params"] == "2,398,026" and t.loc["params", "mnist_cnn"] == "1,199,882"
     with pytest.raises(core.CalcError):
-        labs.widened(0)
+        lab5.widened(0)
 
 
 def test_units_are_counts_times_four_bytes():
-    u = labs.units_table(core.analyze("mnist_cnn")).set_index("what")
+    u = lab5.units_table(core.analyze("mnist_cnn")).set_index("what")
     # conv2: 64·32·9 + 64 = 18,496 weights → × 4 B = 73,984 B; outputs 64·24·24 = 36,864 → 147,456 B
     assert tuple(u.iloc[0][["count", "bytes"]]) == (18_496, 73_984)
     assert tuple(u.iloc[1][["count", "bytes"]]) == (36_864, 147_456)
@@ -340,7 +342,7 @@ def test_lab2_timing_button_stores_rows(page, monkeypatch):
     _lab(page, 2)
     _lab2_tab(page, "Measured here")
     page.button(key="lab2_time").click().run()
-    assert not page.exception and calls == [labs.SURVEY_NETWORKS]
+    assert not page.exception and calls == [lab2.SURVEY_NETWORKS]
     assert page.session_state[bm.ACROSS_ROWS][0]["network"] == "squeezenet1_0"
     assert any("inception_v3" in c.value for c in page.caption)
 

@@ -1,0 +1,46 @@
+"""What every lab shares: the question, the how-to-read bullets, the button that opens a network in the calculator,
+and a few formatting helpers. Each lab's numbers stay in its own module."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ui.state import choose_model
+
+MIB = 2 ** 20
+WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+         "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty")
+
+
+def shape(dims) -> str:
+    return "×".join(map(str, dims))
+
+
+def in_words(n: int) -> str:
+    """A count as prose writes it: 11 → "eleven"; above twenty, digits."""
+    return WORDS[n] if 0 <= n < len(WORDS) else f"{n:,}"
+
+
+def number(x: float, digits: int = 3) -> str:
+    return f"{x:,.{digits}f}"
+
+
+def preferred(options: list, value) -> int:
+    """The position of ``value`` among ``options`` (the first one if it is not there)."""
+    return options.index(value) if value in options else 0
+
+
+def question(text: str) -> None:
+    st.markdown(f"**Question.** {text}")
+
+
+def reading(*lines: str) -> None:
+    """How to read the numbers: one bullet per line."""
+    st.markdown("**How to read it**\n" + "\n".join(f"- {line}" for line in lines))
+
+
+def open_button(name: str, key: str) -> None:
+    """Make ``name`` the sidebar's network (the sidebar is already drawn: it takes effect on the rerun)."""
+    if st.button(f"Open {name} in the calculator", key=key, help="Sets the sidebar's network; every page follows."):
+        choose_model(name)
+        st.rerun()

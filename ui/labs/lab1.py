@@ -1,0 +1,137 @@
+"""Lab 1 · PALEO, PPP and VGG FLOPs: how much of VGG's forward pass is convolution, and how fast a Tesla K80 could
+run the networks of Lu et al.'s tables 3, 5 and 6 from its published peak, single and double precision.
+
+The numbers are pure functions over ``core`` (tests/test_labs.py checks them by hand); ``show`` lays them out."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+import core
+from core.paleo import estimate
+from ui.labs.common import in_words, number, open_button, question, reading, shape
+
+TITLE = "1 · PALEO, PPP and VGG FLOPs"
+PAPER_NETWORKS = ("vgg16", "googlenet", "resnet50")     # the networks of Lu et al.'s tables 3, 5 and 6
+K80 = {"boost": ("k80", "k80-board"), "base": ("k80-base", "k80-board-base")}   # (one GK210 GPU, the whole board)
+NEEDS = tuple(i for pair in K80.values() for i in pair)  # the built-in devices this lab names
+DTYPES = ("fp32", "fp64")
+MACS_EXAMPLE = "vgg16"                                   # the network the MACs-vs-FLOPs mistake is told with
+
+
+def conv_share(report: core.Report) -> dict:
+    """The conv layers' part of the forward pass: their MACs and FLOPs, and their share of the network's."""
+    conv = [layer for layer in report.layers if layer.op == "conv2d"]
+    t = report.totals
+    macs, flops = sum(x.macs for x in conv), sum(x.flops for x in conv)
+    return {"conv_macs": macs, "macs": t["macs"], "macs_share": macs / t["macs"],
+            "conv_flops": flops, "flops": t["flops"], "flops_share": flops / t["flops"]}
+
+
+def flop_table(report: core.Report) -> pd.DataFrame:
+    """One row per layer that does arithmetic: output shape, MACs, FLOPs and its share of the forward FLOPs."""
+    total = report.totals["flops"]
+    return pd.DataFrame([{"layer": x.name, "op": x.op, "output": shape(x.output_shape[1:]), "MACs": x.macs,
+                          "FLOPs": x.flops, "% of FLOPs": 100 * x.flops / total}
+                         for x in report.layers if x.flops])
+
+
+def k80_table(db, clock: str = "boost", ppp: float = 1.0, networks=PAPER_NETWORKS) -> pd.DataFrame:
+    """Batch-1 inference of each network on one K80 GPU and on the whole board, single and double precision.
+
+    "ms" is the course's formula, FLOPs ÷ (PPP × peak) (PALEO's compute time); "ms, MACs as FLOPs" is the same with
+    the multiply-adds in place of FLOPs (the half-size answer); "PALEO ms" adds the memory time of every layer."""
+    rows = []
+    for name in networks:
+        report = core.analyze(name)
+        for dev_id in K80[clock]:
+            dev = db.devices[dev_id]
+            where = f"board ({dev.gpus_per_board} GPUs)" if dev.gpus_per_board > 1 else "one GPU"
+            for dtype in DTYPES:
+                e = estimate(report, dev, dtype=dtype, ppp=ppp)
+                t, peak = e.totals, dev.peak(dtype) * ppp
+                rows.append({"network": name, "K80": where, "precision": dtype, "peak TFLOP/s": dev.peak(dtype) / 1e12,
+                             "GMACs": report.totals["macs"] / 1e9, "GFLOPs": t["forward_flops"] / 1e9,
+                             "ms": t["forward_compute_s"] * 1e3, "images/s": 1 / t["forward_compute_s"],
+                             "ms, MACs as FLOPs": report.totals["macs"] / peak * 1e3,
+                             "PALEO ms": t["forward_s"] * 1e3})
+    return pd.DataFrame(rows)
+
+
+def layer_timing_sum(est, overhead_us: float) -> dict:
+    """Whole forward pass vs the sum of per-layer timings when each timed layer also pays ``overhead_us`` (an
+    assumed kernel launch + synchronisation + profiler cost) that a whole-pass timing pays once or overlaps."""
+    layers = sum(1 for r in est.layers if r["forward_flops"] or r["forward_bytes"])
+    whole = est.totals["forward_s"]
+    return {"layers": layers, "whole_ms": whole * 1e3, "sum_ms": (whole + layers * overhead_us * 1e-6) * 1e3}
+
+
+def _tflops(dev, dtype: str) -> str:
+    return f"{dev.peak(dtype) / 1e12:g}"
+
+
+def clock_help(db) -> str:
+    """Each clock's board peaks, fp32 / fp64, from the device database."""
+    boost, base = db.devices[K80["boost"][1]], db.devices[K80["base"][1]]
+    return (f"boost: NVIDIA's headline {_tflops(boost, 'fp32')} / {_tflops(boost, 'fp64')} TFLOP/s per board; "
+            f"base: {_tflops(base, 'fp32')} / {_tflops(base, 'fp64')}")
+
+
+def reading_lines(db) -> tuple[str, ...]:
+    """How to read the K80 table: the MACs-vs-FLOPs mistake told with VGG16's counts, the board's peaks."""
+    macs = core.analyze(MACS_EXAMPLE).totals["macs"]
+    board = db.devices[K80["boost"][1]]
+    gpus = in_words(board.gpus_per_board)
+    return (
+        "ms = FLOPs ÷ (PPP × peak): the fastest the pass could run. PALEO ms adds each layer's memory time; "
+        "real runs are slower still. Halving PPP doubles every time.",
+        "PPP is the fraction of the datasheet peak the software reaches: cuDNN-class libraries come close to 100%, "
+        "frameworks with more overhead 50% or less.",
+        f"1 MAC = 2 FLOPs: {MACS_EXAMPLE.upper()} is {macs / 1e9:.2f} G multiply-adds = {2 * macs / 1e9:.1f} GFLOP. "
+        f"A report divided {macs / 1e9:.1f} G \"FLOPs\" (a counter's MACs) by FLOP/s, so its times are half what "
+        "they should be — the \"ms, MACs as FLOPs\" column.",
+        f"A K80 is {gpus} GK210 GPUs on one board: {_tflops(board, 'fp32')} (fp32) and {_tflops(board, 'fp64')} "
+        "(fp64) TFLOP/s are per board, half that per GPU. A report labelled its fp64 rows \"double-GPU\": double "
+        "precision is a number format, not two GPUs.",
+        f"One image runs on one GPU: the board's rows are a throughput ({gpus} images at once), not a shorter "
+        "latency.")
+
+
+def show(db) -> None:
+    question("How much of VGG's forward pass is convolution, and how fast could a Tesla K80 run VGG16, GoogLeNet and "
+             "ResNet50 from its published peak, in single and double precision? What does PPP change?")
+    c1, c2, c3 = st.columns(3)
+    name = c1.radio("Network", ["vgg16", "vgg19"], index=1, horizontal=True, key="lab1_model")
+    ppp = c2.slider("PPP (platform percent of peak)", 0.05, 1.0, 1.0, step=0.05, key="lab1_ppp",
+                    help="cuDNN-class kernels come close to 1.0; frameworks with overhead 0.5 or less.")
+    clock = c3.radio("K80 clock", list(K80), horizontal=True, key="lab1_clock", help=clock_help(db))
+    report = core.analyze(name)
+    share = conv_share(report)
+    m1, m2, m3, m4 = st.columns(4)
+    m1.metric("Conv share of MACs", f"{share['macs_share']:.2%}")
+    m2.metric("Conv share of FLOPs", f"{share['flops_share']:.2%}")
+    m3.metric("Forward GMACs", number(share["macs"] / 1e9))
+    m4.metric("Forward GFLOPs", number(share["flops"] / 1e9))
+    st.dataframe(flop_table(report), hide_index=True, width="stretch", height=260, key="lab1_flops",
+                 column_config={"MACs": st.column_config.NumberColumn(format="localized"),
+                                "FLOPs": st.column_config.NumberColumn(format="localized"),
+                                "% of FLOPs": st.column_config.NumberColumn(format="%.2f")})
+    st.subheader("A Tesla K80 from its datasheet (batch 1)")
+    st.dataframe(k80_table(db, clock, ppp), hide_index=True, width="stretch", key="lab1_k80",
+                 column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                for c in ("peak TFLOP/s", "GMACs", "GFLOPs", "ms", "ms, MACs as FLOPs", "PALEO ms")}
+                 | {"images/s": st.column_config.NumberColumn(format="%.1f")})
+    reading(*reading_lines(db))
+    st.subheader("Why per-layer GPU timings add up to more than the whole pass")
+    overhead = st.number_input("Assumed cost per timed layer (µs): kernel launch + synchronisation + profiler",
+                               min_value=0.0, max_value=10_000.0, value=10.0, step=5.0, key="lab1_overhead_us")
+    e = estimate(report, db.devices[K80[clock][0]], ppp=ppp)
+    s = layer_timing_sum(e, overhead)
+    t1, t2 = st.columns(2)
+    t1.metric("Whole forward pass (PALEO, one K80 GPU)", f"{number(s['whole_ms'])} ms")
+    t2.metric(f"Sum of {s['layers']} layers timed one by one", f"{number(s['sum_ms'])} ms")
+    reading("Timed one by one, every layer pays a kernel launch, a device synchronisation (the GPU runs "
+            "asynchronously) and the profiler's own cost, and nothing overlaps across layer boundaries; a whole-pass "
+            "timing pays these once. The µs per layer above is an assumption to play with, not a measurement.")
+    open_button(name, "lab1_open")

@@ -1,0 +1,112 @@
+"""Lab 4 · ResNet memory: how much memory training ResNet18/50 takes compared with its parameters, by part (weights,
+gradients, optimizer state, saved activations, an assumed overhead), on one GPU and on data-parallel GPUs.
+
+The numbers are pure functions over ``core`` (tests/test_labs.py checks them by hand); ``show`` lays them out."""
+
+from __future__ import annotations
+
+from math import ceil
+
+import pandas as pd
+import streamlit as st
+
+import core
+from core.choices import DEFAULT_DTYPE, DEFAULT_OPTIMIZER
+from core.precision import OPTIMIZERS, PRECISIONS
+from core.units import format_bytes
+from ui.charts import memory_chart
+from ui.charts import show as show_chart
+from ui.labs.common import MIB, in_words, open_button, preferred, question, reading
+
+TITLE = "4 · ResNet memory"
+RESNETS = ("resnet18", "resnet50")
+GPUS = (1, 2)                                          # data-parallel GPU counts to choose from
+CAPACITY_DEVICE = "v100-sxm2"                          # the GPU whose memory the chart draws as a line
+NEEDS = (CAPACITY_DEVICE,)
+TRAINING_PRECISIONS = ("fp32", "mixed", "fp16", "bf16")   # formats one trains in on a GPU
+MEMORY_BATCHES = tuple(2 ** i for i in range(10))      # 1 … 512
+PARTS = ("weights", "gradients", "optimizer state", "saved activations", "overhead (assumed)")
+
+
+def per_gpu_batch(batch: int, gpus: int) -> int:
+    """Data parallel: the global batch is split, each GPU takes ⌈B / K⌉."""
+    return ceil(batch / gpus)
+
+
+def memory_parts(report: core.Report, overhead_mib: float) -> dict:
+    """Training memory on one GPU, in bytes, by part: weights (with buffers and any fp32 master copy), gradients,
+    optimizer state, activations saved for backward, and the framework/CUDA-context overhead assumed by the user."""
+    t = report.totals
+    return {"weights": t["param_bytes"] + t["buffer_bytes"] + t["master_weight_bytes"],
+            "gradients": t["gradient_bytes"], "optimizer state": t["optimizer_bytes"],
+            "saved activations": t["saved_activation_bytes"], "overhead (assumed)": overhead_mib * MIB}
+
+
+def training_memory(name: str, batch: int, gpus: int = 1, dtype: str = DEFAULT_DTYPE,
+                    optimizer: str = DEFAULT_OPTIMIZER, overhead_mib: float = 0.0) -> dict:
+    """Per-GPU parts (bytes) for a global ``batch`` over ``gpus`` data-parallel GPUs (each a full replica)."""
+    report = core.analyze(name, batch_size=per_gpu_batch(batch, gpus), dtype=dtype, optimizer=optimizer)
+    parts = memory_parts(report, overhead_mib)
+    return {"parts": parts, "per_gpu": sum(parts.values()), "all_gpus": gpus * sum(parts.values()),
+            "per_gpu_batch": report.batch_size, "param_bytes": report.totals["param_bytes"],
+            "params": report.totals["params"]}
+
+
+def memory_vs_batch(name: str, gpus: int = 1, dtype: str = DEFAULT_DTYPE, optimizer: str = DEFAULT_OPTIMIZER,
+                    overhead_mib: float = 0.0, batches=MEMORY_BATCHES) -> pd.DataFrame:
+    """Per-GPU memory by part (GiB) for each global batch size, in the wide form ``ui.charts.memory_chart`` draws."""
+    rows = []
+    for b in batches:
+        m = training_memory(name, b, gpus, dtype, optimizer, overhead_mib)
+        rows.append({"batch": b, **{k: v / 2 ** 30 for k, v in m["parts"].items() if v},
+                     "total per GPU": m["per_gpu"] / 2 ** 30})
+    return pd.DataFrame(rows)
+
+
+def parameter_memory_line(dtype: str = "fp32") -> str:
+    """Parameter memory of each ResNet by hand: params × bytes per weight."""
+    size = PRECISIONS[dtype].weight
+    each = [f"{n.replace('resnet', 'ResNet')} {p:,} × {size} = {p * size / 1e6:.1f} MB"
+            for n, p in ((n, core.analyze(n).totals["params"]) for n in RESNETS)]
+    return f"Parameter memory = params × {size} B at {dtype}: " + ", ".join(each) + "."
+
+
+def show(db) -> None:
+    question("How much GPU memory does training ResNet18/50 take compared with its parameters, on one GPU and on "
+             f"{in_words(GPUS[-1])} data-parallel GPUs?")
+    c1, c2, c3, c4, c5 = st.columns(5)
+    name = c1.radio("Network", list(RESNETS), horizontal=True, key="lab4_model")
+    batch = int(c2.number_input("Global batch", min_value=1, max_value=4096, value=32, step=1, key="lab4_batch"))
+    gpus = c3.radio("GPUs (data parallel)", list(GPUS), horizontal=True, key="lab4_gpus")
+    optimizers = list(OPTIMIZERS)
+    optimizer = c4.selectbox("Optimizer", optimizers, index=preferred(optimizers, DEFAULT_OPTIMIZER),
+                             key="lab4_optimizer")
+    dtype = c5.selectbox("Precision", list(TRAINING_PRECISIONS), key="lab4_dtype")
+    overhead = st.number_input("Assumption: framework + CUDA context + cuDNN workspace per GPU (MiB)", min_value=0.0,
+                               max_value=100_000.0, value=400.0, step=50.0, key="lab4_overhead_mib",
+                               help="Not computed: typically a few hundred MiB (context, kernels, allocator reserve).")
+    m = training_memory(name, batch, gpus, dtype, optimizer, overhead)
+    k1, k2, k3, k4 = st.columns(4)
+    k1.metric("Parameters", f"{m['params']:,}")
+    k2.metric(f"Parameter memory ({dtype})", format_bytes(m["param_bytes"], 2),
+              help=f"{m['params']:,} × {m['param_bytes'] // m['params']} B = {m['param_bytes']:,} B")
+    k3.metric(f"Training memory per GPU (batch {m['per_gpu_batch']} each)", format_bytes(m["per_gpu"], 2))
+    k4.metric(f"All {gpus} GPU(s) ÷ parameter memory", f"{m['all_gpus'] / m['param_bytes']:,.1f}×")
+    st.dataframe(pd.DataFrame([{"part": k, "per GPU MiB": v / MIB, "share": v / m["per_gpu"]}
+                               for k, v in m["parts"].items()]), hide_index=True, key="lab4_parts",
+                 column_config={"per GPU MiB": st.column_config.NumberColumn(format="%.1f"),
+                                "share": st.column_config.NumberColumn(format="percent")})
+    cap = db.devices[CAPACITY_DEVICE].memory_capacity
+    show_chart(memory_chart(memory_vs_batch(name, gpus, dtype, optimizer, overhead), cap / 2 ** 30), "lab4_chart",
+               f"{name}_memory_{gpus}gpu_{dtype}")
+    st.caption(f"Per GPU vs global batch; the red line is a {cap / 2 ** 30:.0f} GB V100.")
+    reading(parameter_memory_line(),
+            "Training adds gradients (same size), optimizer state (momentum "
+            f"{OPTIMIZERS['sgd_momentum']}×, Adam {OPTIMIZERS['adam']}×) and the activations saved for backward, "
+            "which grow with the batch and soon dominate; the context and workspace come on top.",
+            "A report's 130–290× gap between GPU memory and parameters is these parts, plus what PyTorch's caching "
+            "allocator keeps reserved (which GPUtil counts as used) — not \"communication overhead\".",
+            f"On {GPUS[-1]} data-parallel GPUs each holds a full replica (weights, gradients, state, context) and half "
+            f"the batch's activations: less per GPU, more in total. A report expected {GPUS[-1]}× and read equal "
+            "totals as \"avoiding duplication\".")
+    open_button(name, "lab4_open")
