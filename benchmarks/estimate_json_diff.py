@@ -9,7 +9,8 @@ for a git ref checked out in a temporary worktree, and lists every JSON value th
     python benchmarks/estimate_json_diff.py --ref 7b54998          # exit 1 if anything differs
     python benchmarks/estimate_json_diff.py --ref 7b54998 --quick  # 12 networks instead of all
 
-Values are compared exactly (floats to 12 significant digits, which a reordered sum may move in the last bits).
+Numbers are compared by value (an integral FLOP count may come out as 1234 or 1234.0) to 12 significant digits,
+which a reordered sum may move in the last bits; everything else exactly.
 """
 
 from __future__ import annotations
@@ -79,7 +80,8 @@ def _diffs(a, b, path: str = "") -> list[str]:
         if len(a) != len(b):
             return [f"{path}: {len(a)} items before, {len(b)} after"]
         return [d for i, (x, y) in enumerate(zip(a, b)) for d in _diffs(x, y, f"{path}[{i}]")]
-    if isinstance(a, float) and isinstance(b, float):
+    numbers = (int, float)
+    if isinstance(a, numbers) and isinstance(b, numbers) and not isinstance(a, bool) and not isinstance(b, bool):
         same = a == b or (math.isfinite(a) and math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-300))
         return [] if same else [f"{path}: {a!r} → {b!r}"]
     return [] if a == b and type(a) is type(b) else [f"{path}: {a!r} → {b!r}"]

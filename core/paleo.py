@@ -1,41 +1,36 @@
 """The PALEO time model (Qi, Sparks, Talwalkar, "Paleo: a performance model for deep neural networks", ICLR 2017).
 
-Per layer and pass, time = read + compute + write, where
-    compute = FLOPs / (peak × PPP_compute)          memory = bytes / (bandwidth × PPP_memory)
-PPP, the platform percent of peak, says how much of the datasheet figure the software reaches: 1.0 means "peak"
-(an optimistic bound, not a prediction); cuDNN-class libraries come close to 1, frameworks with overhead 0.5 or less.
-The ``roofline`` variant takes max(compute, memory) per layer instead of the sum (perfect overlap).
+Per layer and pass, a time is a sum of named terms (``TERMS``), each a small function of the layer's work, the
+device and the settings:
+    compute  = FLOPs / (peak × PPP_compute × efficiency of the class of work)
+    memory   = bytes / (bandwidth × PPP_memory)
+    fresh pages = bytes first written to fresh pages / page-fault rate   (a calibrated Linux CPU)
+    overhead = the fixed cost of each layer call, by class of work      (a calibrated device)
+A term is part of a device's time when the device's fields say so (``Term.applies``). PPP, the platform percent of
+peak, says how much of the datasheet figure the software reaches: 1.0 means "peak" (an optimistic bound, not a
+prediction); cuDNN-class libraries come close to 1, frameworks with overhead 0.5 or less. The ``roofline`` variant
+overlaps compute with memory (their max) instead of adding them (``combine``).
 
-A training step is forward + backward + weight update (+ gradient all-reduce across data-parallel workers).
-Every total here is arithmetic on sums precomputed once per network, so sweeping devices and batch sizes is cheap.
+A training step is forward + backward + weight update (+ gradient all-reduce across data-parallel workers). Each
+network's work is counted once (``network_work``), so sweeping devices and batch sizes is arithmetic on it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 from math import ceil, log2
-from typing import Any
+from typing import Any, Callable
 
 from . import cpu_heap
 from .devices import Device, DeviceDB, Interconnect, load_devices
 from .errors import CalcError
 from .graph import Compiled, NodeInfo
-from .precision import Precision, optimizer_states
+from .precision import Precision, optimizer
 from .report import Report
-from .registry import numel
-from .roofline import RooflinePoint, ridge
-
 from .choices import ALLREDUCE, CONV_ALGORITHMS, SCALING_MODES, VARIANTS
-FUSED_CATEGORIES = ("activation", "norm")   # fused view: these run in the producer's epilogue, no memory round trip
-
-# Weight update per trainable parameter: (FLOPs, weight-sized accesses, gradient accesses, state accesses)
-UPDATE = {
-    "sgd": (2, 2, 1, 0),            # w −= lr·g: multiply, subtract; read w, g; write w
-    "sgd_momentum": (4, 2, 1, 2),   # v = μv + g; w −= lr·v; read w, g, v; write w, v
-    "adam": (13, 2, 1, 4),          # m, v moments (7), bias corrections (2), w −= lr·m̂/(√v̂+ε) (4); r/w m, v
-    "adamw": (15, 2, 1, 4),         # Adam + decoupled weight decay w −= lr·λ·w (2)
-}
+from .registry import WORK_FALLBACK, numel
+from .roofline import RooflinePoint, ridge
 
 
 # == convolution algorithms =======================================================================================
@@ -77,67 +72,86 @@ def conv_algorithm_flops(info: NodeInfo, algorithm: str) -> tuple[int, int] | No
 
 
 @dataclass(frozen=True)
-class _Work:
-    """Per-layer work of one network in elements and FLOPs (precision-independent), and its sums."""
+class PassWork:
+    """One layer's work in one pass, in the units that do not depend on batch or precision: FLOPs, activation
+    elements read and written, and fixed-width bytes read back (indices, masks, statistics), all per sample; weight
+    elements touched (per batch); and the layer calls that pay a per-call overhead (0 or 1 for one layer, a count
+    for a class of layers)."""
 
-    nodes: tuple[NodeInfo, ...]
-    fwd_f: tuple[int, ...]
-    fwd_a: tuple[int, ...]      # activation elements per sample, read + written
-    fwd_w: tuple[int, ...]      # weight and buffer elements, per batch
-    bwd_f: tuple[int, ...]
-    bwd_a: tuple[int, ...]
-    bwd_w: tuple[int, ...]
-    bwd_x: tuple[int, ...]      # fixed-width saved buffers read back (indices, masks, statistics), bytes per sample
+    flops: int = 0
+    act: int = 0
+    xbytes: int = 0
+    weights: int = 0
+    calls: int = 0
 
-    @cached_property
-    def sums(self) -> tuple[int, ...]:
-        return tuple(sum(x) for x in (self.fwd_f, self.fwd_a, self.fwd_w, self.bwd_f, self.bwd_a, self.bwd_w,
-                                      self.bwd_x))
+    def __add__(self, o: "PassWork") -> "PassWork":
+        return PassWork(self.flops + o.flops, self.act + o.act, self.xbytes + o.xbytes, self.weights + o.weights,
+                        self.calls + o.calls)
 
 
-def _fused_fwd_act(n: NodeInfo) -> int:
-    if n.rule.category in FUSED_CATEGORIES:
-        return 0
-    if n.op in ("add", "mul"):                 # the main operand is in registers; the others are read
-        return sum(numel(sh) for sh in n.in_shapes[1:])
-    return n.in_elems + n.out_elems if n.moves_data else 0
+@dataclass(frozen=True)
+class LayerWork:
+    node: NodeInfo
+    work_class: str              # core.registry.WORK_CLASSES, from the node's rule
+    forward: PassWork
+    backward: PassWork
+
+
+@dataclass(frozen=True)
+class NetworkWork:
+    """Every layer's work, and its sum per class of work for each pass (what a PALEO sum needs)."""
+
+    layers: tuple[LayerWork, ...]
+    forward_by_class: dict
+    backward_by_class: dict
+
+
+def _runs(n: NodeInfo, w: PassWork) -> int:
+    """1 when the layer is a call of its own that does work (a view is not), else 0."""
+    return int(not n.rule.alias and bool(w.flops or w.act or w.xbytes or w.weights))
+
+
+def _layer_work(n: NodeInfo, fused: bool) -> LayerWork:
+    """A node's work per pass. Fused (``OpRule.fusion``): an epilogue op moves nothing of its own; an operand op
+    reads only its other operands (the first is in registers)."""
+    fusion = n.rule.fusion if fused else "none"
+    weights = n.params.trainable + n.params.frozen + n.params.buffers
+    if fusion == "epilogue":
+        fwd_act, fwd_w = 0, 0
+    elif fusion == "operand":
+        fwd_act, fwd_w = sum(numel(sh) for sh in n.in_shapes[1:]), weights
+    else:
+        fwd_act, fwd_w = n.in_elems + n.out_elems if n.moves_data else 0, weights
+    fwd = PassWork(n.cost.flops, fwd_act, 0, fwd_w)
+    bwd = PassWork(n.bwd_flops, 0 if fusion == "epilogue" else n.bwd_act_elems, n.bwd_extra_bytes,
+                   n.bwd_weight_elems)
+    return LayerWork(n, n.rule.work_class(n.ctx), replace(fwd, calls=_runs(n, fwd)), replace(bwd, calls=_runs(n, bwd)))
+
+
+def _by_class(layers, which: str) -> dict:
+    out: dict[str, PassWork] = {}
+    for lw in layers:
+        w = getattr(lw, which)
+        out[lw.work_class] = out.get(lw.work_class, PassWork()) + w
+    return out
 
 
 @lru_cache(maxsize=64)
-def _work(compiled: Compiled, fused: bool) -> _Work:
-    nodes = compiled.nodes
-    if fused:
-        fwd_a = tuple(_fused_fwd_act(n) for n in nodes)
-        fwd_w = tuple(0 if n.rule.category in FUSED_CATEGORIES else n.params.trainable + n.params.frozen + n.params.buffers
-                      for n in nodes)
-    else:
-        fwd_a = tuple(n.in_elems + n.out_elems if n.moves_data else 0 for n in nodes)
-        fwd_w = tuple(n.params.trainable + n.params.frozen + n.params.buffers for n in nodes)
-    return _Work(nodes, tuple(n.cost.flops for n in nodes), fwd_a, fwd_w,
-                 tuple(n.bwd_flops for n in nodes),
-                 tuple(0 if fused and n.rule.category in FUSED_CATEGORIES else n.bwd_act_elems for n in nodes),
-                 tuple(n.bwd_weight_elems for n in nodes),
-                 tuple(n.bwd_extra_bytes for n in nodes))
+def network_work(compiled: Compiled, fused: bool) -> NetworkWork:
+    """Per-layer work of a compiled network, computed once and shared by every device, batch and precision."""
+    layers = tuple(_layer_work(n, fused) for n in compiled.nodes)
+    return NetworkWork(layers, _by_class(layers, "forward"), _by_class(layers, "backward"))
 
 
-def op_class(info: NodeInfo) -> str:
-    """Which calibrated efficiency and overhead apply to a node (see devices.OP_CLASSES)."""
-    if info.op in ("conv2d", "conv_transpose2d"):
-        return "grouped_conv" if info.attrs["groups"] > 1 else "conv"
-    if info.rule.category in ("linear", "matmul", "attention"):
-        return "linear"
-    if info.rule.category == "pool":
-        # a global pool (one number per channel) streams its input once, as elementwise work does; windowed
-        # pooling revisits each input several times and runs far slower on a CPU
-        return "elementwise" if all(d == 1 for d in info.out_shape[1:]) else "pool"
-    return "elementwise"
-
-
-def _class_figure(figures: dict, cls: str, default: float) -> float:
-    """A device's figure for a class; a calibration made before pooling had its own class gives it elementwise's."""
-    if cls in figures:
-        return figures[cls]
-    return figures.get("elementwise", default) if cls == "pool" else default
+def _figure(figures: dict, work_class: str | None, default: float) -> float:
+    """A device's figure for a class of work; a class it has no figure for uses its fallback's (WORK_FALLBACK):
+    a calibration made before pooling had its own class gives pooling elementwise's."""
+    if work_class is None:
+        return default
+    if work_class in figures:
+        return figures[work_class]
+    fallback = WORK_FALLBACK.get(work_class)
+    return figures.get(fallback, default) if fallback else default
 
 
 def _conv_choice(info: NodeInfo, algorithm: str, batch: int) -> tuple[str, int]:
@@ -154,6 +168,100 @@ def _conv_choice(info: NodeInfo, algorithm: str, batch: int) -> tuple[str, int]:
         return (algorithm, options[algorithm]) if algorithm in options else ("direct", direct)
     best = min(options, key=options.get)
     return best, options[best]
+
+
+# == the terms of a time ==========================================================================================
+
+@dataclass(frozen=True)
+class Work:
+    """What the terms read: the work of one layer, of a class of layers or of the optimizer step, in one pass, at
+    the estimate's batch size and precision. ``work_class`` None: no calibrated efficiency, no per-call overhead."""
+
+    work_class: str | None
+    flops: float
+    bytes: int
+    fresh_bytes: int = 0
+    calls: int = 0
+
+
+@dataclass(frozen=True)
+class Term:
+    """One named part of a time: ``seconds(work, estimate)``. ``group`` says how a variant combines it: PALEO
+    adds every term; the roofline variant overlaps "compute" with "memory" (their max) and adds "serial" terms.
+    ``applies(device)``: the term is part of this device's time (its fields say so)."""
+
+    name: str
+    group: str
+    seconds: Callable[[Work, "Estimate"], float]
+    applies: Callable[[Device], bool]
+
+
+def _compute_s(w: Work, e: "Estimate") -> float:
+    """FLOPs at the peak × PPP × the device's calibrated efficiency for the class of work (1 if none)."""
+    return w.flops / (e.peak * e.ppp * _figure(e.device.efficiency, w.work_class, 1.0))
+
+
+def _memory_s(w: Work, e: "Estimate") -> float:
+    """Bytes moved at the bandwidth × PPP_memory."""
+    return w.bytes / (e.bandwidth * e.ppp_memory)
+
+
+def _fresh_pages_s(w: Work, e: "Estimate") -> float:
+    """Bytes first written to fresh pages (core.cpu_heap), at the measured page-fault rate: no PPP on a rate that
+    was measured."""
+    return w.fresh_bytes / e.device.alloc_bandwidth if w.fresh_bytes else 0.0
+
+
+def _overhead_s(w: Work, e: "Estimate") -> float:
+    """The fixed cost of calling a layer (dispatch, allocation, library setup), per call, by class of work."""
+    return w.calls * _figure(e.device.layer_overhead, w.work_class, 0.0) if w.calls else 0.0
+
+
+TERMS = (
+    Term("compute", "compute", _compute_s, lambda d: True),
+    Term("memory", "memory", _memory_s, lambda d: True),
+    # a Linux CPU's runtime (glibc malloc): calibrate stores its largest mmap threshold and page-fault rate
+    Term("fresh_pages", "memory", _fresh_pages_s, lambda d: bool(d.alloc_threshold and d.alloc_bandwidth)),
+    Term("overhead", "serial", _overhead_s, lambda d: bool(d.layer_overhead)),
+)
+
+
+_TERM_NAMES = tuple(t.name for t in TERMS)
+
+
+def combine(variant: str, compute: float, memory: float, serial: float) -> float:
+    """PALEO: read + compute + write, in sequence; roofline: compute and memory overlap perfectly."""
+    return (max(compute, memory) if variant == "roofline" else compute + memory) + serial
+
+
+@dataclass(frozen=True)
+class PassTime:
+    """A pass's time by term, with the work it is made of: FLOPs, bytes moved, bytes written to fresh pages."""
+
+    flops: float = 0
+    bytes: float = 0
+    fresh_bytes: int = 0
+    compute_s: float = 0.0
+    memory_s: float = 0.0          # memory traffic at the achievable bandwidth
+    fresh_pages_s: float = 0.0     # first writes to fresh pages (page faults)
+    overhead_s: float = 0.0        # per-call overhead
+    total_s: float = 0.0           # the terms combined by the variant
+
+    def __add__(self, o: "PassTime") -> "PassTime":
+        return PassTime(self.flops + o.flops, self.bytes + o.bytes, self.fresh_bytes + o.fresh_bytes,
+                        self.compute_s + o.compute_s, self.memory_s + o.memory_s,
+                        self.fresh_pages_s + o.fresh_pages_s, self.overhead_s + o.overhead_s,
+                        self.total_s + o.total_s)
+
+
+@dataclass(frozen=True)
+class LayerTime:
+    name: str
+    op: str
+    work_class: str
+    conv_algorithm: str | None     # the algorithm a conv2d runs with (None for other ops)
+    forward: PassTime
+    backward: PassTime
 
 
 # == estimate =====================================================================================================
@@ -192,7 +300,11 @@ def allreduce_time(nbytes: float, workers: int, link: Interconnect, ppp_comm: fl
 
 
 class Estimate:
-    """PALEO times for one network on one device at one batch size, precision and set of PPP factors."""
+    """PALEO times for one network on one device at one batch size, precision and set of PPP factors.
+
+    Every time is made by one path: works (one per layer, or one per class of work where the variant adds terms,
+    which gives the same sum) → the device's terms (``TERMS``) → ``combine`` → a ``PassTime``. ``layer_times``
+    and the totals use it alike, so the rows sum to the totals."""
 
     def __init__(self, report: Report, device: Device, *, ppp: float = 1.0, ppp_memory: float | None = None,
                  variant: str = "paleo", conv_algorithm: str = "direct", fused: bool = False, workers: int = 1,
@@ -216,108 +328,135 @@ class Estimate:
         self.link = link
         self.peak = device.peak(self.precision.compute)          # raises, naming the precisions it has
         self.bandwidth = device.memory_bandwidth
-        self.work = _work(report.compiled, self.fused)
+        self.terms = tuple(t for t in TERMS if t.applies(device))
+        self.work = network_work(report.compiled, self.fused)
 
-    @cached_property
-    def fresh_bytes(self) -> tuple[int, ...]:
-        """Per node, the forward pass's bytes written to fresh pages: on a device with a page-fault rate (a
-        calibrated Linux CPU: ``alloc_threshold`` is glibc's largest mmap threshold), glibc's malloc replayed over
-        the pass (``core.cpu_heap``); zeros elsewhere (a GPU's caching allocator reuses its memory)."""
-        dev, p = self.device, self.precision
-        if not (dev.alloc_threshold and dev.alloc_bandwidth):
-            return (0,) * len(self.work.nodes)
-        return cpu_heap.fresh_bytes(self.report.compiled, self.report.batch_size, p.activation, p.weight,
-                                    int(dev.alloc_threshold))
+    # -- one path: work → terms → combine -----------------------------------------------------------------------
+    def _has(self, term: str) -> bool:
+        return any(t.name == term for t in self.terms)
 
-    # -- per-pass totals --------------------------------------------------------------------------------------
-    def _pass_time(self, flops: float, act: float, weights: float, xbytes: float = 0,
-                   info: NodeInfo | None = None, fresh: float = 0) -> tuple[float, float, float]:
-        """(compute s, memory s, total s) for ``flops`` at this batch, ``act`` activation elements and ``xbytes``
-        fixed-width bytes per sample, and ``weights`` weight elements per batch. A calibrated device's efficiency
-        for the node's class of work multiplies the PPP; its per-layer overhead (the fixed cost of calling a layer:
-        dispatch, allocation, library setup) is added to the total of every layer that runs; ``fresh`` bytes
-        written to pages the process has not touched yet (``fresh_bytes``) cost the device's page-fault rate."""
-        p, n = self.precision, self.report.batch_size
-        dev = self.device
-        cls = op_class(info) if info is not None and (dev.efficiency or dev.layer_overhead) else None
-        eff = _class_figure(dev.efficiency, cls, 1.0) if cls else 1.0
-        compute = flops / (self.peak * self.ppp * eff)
-        memory = (act * n * p.activation + xbytes * n + weights * p.weight) / (self.bandwidth * self.ppp_memory)
-        if fresh:
-            memory += fresh / dev.alloc_bandwidth
-        total = max(compute, memory) if self.variant == "roofline" else compute + memory
-        if cls and (flops or memory) and not info.rule.alias:
-            total += _class_figure(dev.layer_overhead, cls, 0.0)
-        return compute, memory, total
+    def time(self, w: Work) -> PassTime:
+        """The time of ``w`` on this device: each of the device's terms, combined by the variant."""
+        s = dict.fromkeys(_TERM_NAMES, 0.0)
+        groups = {"compute": 0.0, "memory": 0.0, "serial": 0.0}
+        for t in self.terms:
+            v = s[t.name] = t.seconds(w, self)
+            groups[t.group] += v
+        return PassTime(w.flops, w.bytes, w.fresh_bytes, s["compute"], s["memory"], s["fresh_pages"], s["overhead"],
+                        combine(self.variant, groups["compute"], groups["memory"], groups["serial"]))
 
-    def _layer_sum(self, which: str) -> tuple[float, float, float, float, float, float]:
-        """(FLOPs, bytes, compute s, memory s, total s, overhead s) of one pass, summed over layers."""
-        w, n, p = self.work, self.report.batch_size, self.precision
-        per_layer = self.variant == "roofline" or self.conv_algorithm != "direct" or bool(self.device.efficiency) \
-            or bool(self.device.layer_overhead) or bool(self.device.alloc_threshold)
-        zero = (0,) * len(w.nodes)
-        if which == "fwd":
-            fs, acts, weights, xs = w.fwd_f, w.fwd_a, w.fwd_w, zero
-        else:
-            fs, acts, weights, xs = w.bwd_f, w.bwd_a, w.bwd_w, w.bwd_x
-        if not per_layer:
-            i = 0 if which == "fwd" else 3
-            x = 0 if which == "fwd" else w.sums[6]
-            flops = w.sums[i] * n
-            c, m, t = self._pass_time(flops, w.sums[i + 1], w.sums[i + 2], x)
-            return flops, (w.sums[i + 1] * p.activation + x) * n + w.sums[i + 2] * p.weight, c, m, t, 0.0
-        tot = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
-        roofline = self.variant == "roofline"
-        for k, info in enumerate(w.nodes):
-            flops = self._layer_flops(info, fs[k])
-            c, m, t = self._pass_time(flops, acts[k], weights[k], xs[k], info,
-                                      self.fresh_bytes[k] if which == "fwd" else 0)
-            tot[0] += flops
-            tot[1] += (acts[k] * p.activation + xs[k]) * n + weights[k] * p.weight
-            tot[2] += c
-            tot[3] += m
-            tot[4] += t
-            tot[5] += t - (max(c, m) if roofline else c + m)
-        return tuple(tot)
+    def _at_batch(self, pw: PassWork, work_class: str | None, flops: float, fresh: int = 0) -> Work:
+        n, p = self.report.batch_size, self.precision
+        return Work(work_class, flops, (pw.act * p.activation + pw.xbytes) * n + pw.weights * p.weight, fresh,
+                    pw.calls)
 
-    def _layer_flops(self, info: NodeInfo, per_sample: int) -> float:
-        n = self.report.batch_size
+    def _flops(self, lw: LayerWork, per_sample: int) -> float:
+        """FLOPs at this batch with the chosen conv algorithm (backward convs change by the forward's factor)."""
+        n, info = self.report.batch_size, lw.node
         if self.conv_algorithm == "direct" or info.op != "conv2d" or not info.cost.flops:
             return per_sample * n
         _, alg = _conv_choice(info, self.conv_algorithm, n)
-        return per_sample * n * alg / (info.cost.flops * n)   # backward convs change by the same factor
+        return per_sample * n * alg / (info.cost.flops * n)
 
     @cached_property
+    def fresh_bytes(self) -> tuple[int, ...]:
+        """Per node, the forward pass's bytes written to fresh pages where the device has the fresh-page term (a
+        calibrated Linux CPU: ``alloc_threshold`` is glibc's largest mmap threshold): glibc's malloc replayed over
+        the pass (``core.cpu_heap``); zeros elsewhere (a GPU's caching allocator reuses its memory)."""
+        if not self._has("fresh_pages"):
+            return (0,) * len(self.work.layers)
+        p = self.precision
+        return cpu_heap.fresh_bytes(self.report.compiled, self.report.batch_size, p.activation, p.weight,
+                                    int(self.device.alloc_threshold))
+
+    def _layer_works(self, which: str) -> list[Work]:
+        fresh = self.fresh_bytes if which == "forward" else (0,) * len(self.work.layers)
+        return [self._at_batch(getattr(lw, which), lw.work_class, self._flops(lw, getattr(lw, which).flops), f)
+                for lw, f in zip(self.work.layers, fresh)]
+
+    def _pass(self, which: str) -> PassTime:
+        """A pass's total. PALEO adds its terms, so layers whose class of work the device gives the same figures
+        (efficiency, per-call overhead) can be timed as one work: the same sum, a few divisions instead of one per
+        layer. The roofline variant takes a max per layer."""
+        if self.variant == "roofline":
+            works = self._layer_works(which)
+        else:
+            dev, n = self.device, self.report.batch_size
+            group: dict[str, str] = {}           # class of work → the class that stands for its figures
+            seen: dict[tuple, str] = {}
+            by_class = self.work.forward_by_class if which == "forward" else self.work.backward_by_class
+            for c in by_class:
+                key = (_figure(dev.efficiency, c, 1.0), _figure(dev.layer_overhead, c, 0.0))
+                group[c] = seen.setdefault(key, c)
+            merged: dict[str, PassWork] = {}
+            for c, pw in by_class.items():
+                merged[group[c]] = merged[group[c]] + pw if group[c] in merged else pw
+            flops = {c: pw.flops * n for c, pw in merged.items()}
+            fresh = dict.fromkeys(merged, 0)
+            if self.conv_algorithm != "direct":
+                flops = dict.fromkeys(merged, 0)
+                for lw in self.work.layers:
+                    flops[group[lw.work_class]] += self._flops(lw, getattr(lw, which).flops)
+            if which == "forward" and self._has("fresh_pages"):
+                for lw, f in zip(self.work.layers, self.fresh_bytes):
+                    fresh[group[lw.work_class]] += f
+            works = [self._at_batch(pw, c, flops[c], fresh[c]) for c, pw in merged.items()]
+        return sum((self.time(w) for w in works), PassTime())
+
+    @cached_property
+    def forward(self) -> PassTime:
+        return self._pass("forward")
+
+    @cached_property
+    def backward(self) -> PassTime:
+        return self._pass("backward")
+
+    @cached_property
+    def update(self) -> PassTime:
+        """The optimizer step on every trainable parameter, as the optimizer's table counts it."""
+        p, opt = self.precision, optimizer(self.report.optimizer)
+        trainable = self.report.compiled.trainable
+        nbytes = trainable * (opt.weight_accesses * (p.master or p.weight) + opt.grad_accesses * p.grad
+                              + (opt.state_accesses * p.state if opt.states else 0))
+        return self.time(Work(None, opt.update_flops * trainable, nbytes))
+
+    @cached_property
+    def communication_s(self) -> float:
+        """The gradient all-reduce across data-parallel workers."""
+        if not self.link:
+            return 0.0
+        nbytes = self.report.compiled.trainable * self.precision.grad
+        return allreduce_time(nbytes, self.workers, self.link, self.ppp_comm, self.allreduce)
+
+    @cached_property
+    def layer_times(self) -> tuple[LayerTime, ...]:
+        n = self.report.batch_size
+        fwd, bwd = self._layer_works("forward"), self._layer_works("backward")
+        return tuple(LayerTime(lw.node.name, lw.node.op, lw.work_class,
+                               _conv_choice(lw.node, self.conv_algorithm, n)[0] if lw.node.op == "conv2d" else None,
+                               self.time(f), self.time(b))
+                     for lw, f, b in zip(self.work.layers, fwd, bwd))
+
+    # -- public results (JSON keys are a contract: python -m core estimate --json) -----------------------------
+    @cached_property
     def totals(self) -> dict:
-        fwd = self._layer_sum("fwd")
-        bwd = self._layer_sum("bwd")
-        r, p = self.report, self.precision
-        trainable = r.compiled.trainable
-        uf, uw, ug, us = UPDATE[r.optimizer]
-        states = optimizer_states(r.optimizer)
-        update_flops = uf * trainable
-        update_bytes = trainable * (uw * (p.master or p.weight) + ug * p.grad + (us * p.state if states else 0))
-        update_c = update_flops / (self.peak * self.ppp)
-        update_m = update_bytes / (self.bandwidth * self.ppp_memory)
-        update_s = max(update_c, update_m) if self.variant == "roofline" else update_c + update_m
-        comm_s = allreduce_time(trainable * p.grad, self.workers, self.link, self.ppp_comm, self.allreduce) \
-            if self.link else 0.0
-        step = fwd[4] + bwd[4] + update_s + comm_s
+        fwd, bwd, upd = self.forward, self.backward, self.update
+        r = self.report
+        step = fwd.total_s + bwd.total_s + upd.total_s + self.communication_s
         n = r.batch_size
-        fresh = sum(self.fresh_bytes)
         return {
-            "forward_s": fwd[4], "forward_compute_s": fwd[2], "forward_memory_s": fwd[3],
-            "forward_overhead_s": fwd[5],
-            "forward_fresh_bytes": fresh,      # written to fresh pages (page faults); their time is in forward_memory_s
-            "forward_fresh_s": fresh / self.device.alloc_bandwidth if fresh else 0.0,
-            "backward_s": bwd[4], "backward_compute_s": bwd[2], "backward_memory_s": bwd[3],
-            "backward_overhead_s": bwd[5],
-            "update_s": update_s, "communication_s": comm_s,
+            "forward_s": fwd.total_s, "forward_compute_s": fwd.compute_s,
+            "forward_memory_s": fwd.memory_s + fwd.fresh_pages_s,      # fresh-page time included
+            "forward_overhead_s": fwd.overhead_s,
+            "forward_fresh_bytes": fwd.fresh_bytes, "forward_fresh_s": fwd.fresh_pages_s,
+            "backward_s": bwd.total_s, "backward_compute_s": bwd.compute_s,
+            "backward_memory_s": bwd.memory_s + bwd.fresh_pages_s, "backward_overhead_s": bwd.overhead_s,
+            "update_s": upd.total_s, "communication_s": self.communication_s,
             "training_step_s": step,
             "samples_per_s": n * self.workers / step if step else None,     # training throughput, all workers
-            "inference_samples_per_s": n / fwd[4] if fwd[4] else None,
-            "forward_flops": fwd[0], "forward_bytes": fwd[1], "backward_flops": bwd[0], "backward_bytes": bwd[1],
-            "update_flops": update_flops, "update_bytes": update_bytes,
+            "inference_samples_per_s": n / fwd.total_s if fwd.total_s else None,
+            "forward_flops": fwd.flops, "forward_bytes": fwd.bytes, "backward_flops": bwd.flops,
+            "backward_bytes": bwd.bytes, "update_flops": upd.flops, "update_bytes": upd.bytes,
             "batch_size": n, "workers": self.workers,
             "fits_in_memory": (r.totals["training_bytes"] <= self.device.memory_capacity)
             if self.device.memory_capacity else None,
@@ -340,26 +479,21 @@ class Estimate:
 
     @cached_property
     def layers(self) -> list[dict]:
-        w, n, p = self.work, self.report.batch_size, self.precision
+        """One row per layer (the JSON's "layers"), from ``layer_times``."""
         total_fwd = self.totals["forward_s"] or 1.0
         rows = []
-        for k, info in enumerate(w.nodes):
-            f = self._layer_flops(info, w.fwd_f[k])
-            fb = w.fwd_a[k] * n * p.activation + w.fwd_w[k] * p.weight
-            c, m, t = self._pass_time(f, w.fwd_a[k], w.fwd_w[k], 0, info, self.fresh_bytes[k])
-            bf = self._layer_flops(info, w.bwd_f[k])
-            bc, bm, bt = self._pass_time(bf, w.bwd_a[k], w.bwd_w[k], w.bwd_x[k], info)
-            bb = (w.bwd_a[k] * p.activation + w.bwd_x[k]) * n + w.bwd_w[k] * p.weight
-            fwd_pt = RooflinePoint.of(info.name, f, fb, self.peak, self.bandwidth)
-            bwd_pt = RooflinePoint.of(info.name, bf, bb, self.peak, self.bandwidth)
+        for lt in self.layer_times:
+            f, b = lt.forward, lt.backward
+            fwd_pt = RooflinePoint.of(lt.name, f.flops, f.bytes, self.peak, self.bandwidth)
+            bwd_pt = RooflinePoint.of(lt.name, b.flops, b.bytes, self.peak, self.bandwidth)
             rows.append({
-                "name": info.name, "op": info.op,
-                "conv_algorithm": _conv_choice(info, self.conv_algorithm, n)[0] if info.op == "conv2d" else None,
-                "forward_flops": f, "forward_bytes": fb, "forward_compute_s": c, "forward_memory_s": m,
-                "forward_s": t, "share": t / total_fwd,
+                "name": lt.name, "op": lt.op, "conv_algorithm": lt.conv_algorithm,
+                "forward_flops": f.flops, "forward_bytes": f.bytes, "forward_compute_s": f.compute_s,
+                "forward_memory_s": f.memory_s + f.fresh_pages_s, "forward_s": f.total_s,
+                "share": f.total_s / total_fwd,
                 "arithmetic_intensity": fwd_pt.intensity, "attainable_flop_per_s": fwd_pt.attainable,
                 "bound": fwd_pt.bound,
-                "backward_flops": bf, "backward_bytes": bb, "backward_s": bt,
+                "backward_flops": b.flops, "backward_bytes": b.bytes, "backward_s": b.total_s,
                 "backward_arithmetic_intensity": bwd_pt.intensity, "backward_bound": bwd_pt.bound,
             })
         return rows

@@ -35,13 +35,26 @@ PRECISIONS: dict[str, Precision] = {p.name: p for p in (
               "fp32 master weights and optimizer state"),
 )}
 
-# optimizer state elements per trainable parameter
-OPTIMIZERS: dict[str, int] = {
-    "sgd": 0,            # plain SGD keeps nothing
-    "sgd_momentum": 1,   # one momentum buffer
-    "adam": 2,           # first and second moments
-    "adamw": 2,
-}
+@dataclass(frozen=True)
+class Optimizer:
+    """An optimizer's cost per trainable parameter: the state it keeps, and one update step's FLOPs and accesses
+    (weight-sized reads and writes, gradient reads, state reads and writes)."""
+
+    name: str
+    states: int           # state elements kept per parameter
+    update_flops: int
+    weight_accesses: int
+    grad_accesses: int
+    state_accesses: int
+    how: str
+
+
+OPTIMIZERS: dict[str, Optimizer] = {o.name: o for o in (
+    Optimizer("sgd", 0, 2, 2, 1, 0, "w −= lr·g: multiply, subtract; read w, g; write w"),
+    Optimizer("sgd_momentum", 1, 4, 2, 1, 2, "v = μv + g; w −= lr·v; read w, g, v; write w, v"),
+    Optimizer("adam", 2, 13, 2, 1, 4, "m, v moments (7), bias corrections (2), w −= lr·m̂/(√v̂+ε) (4); r/w m, v"),
+    Optimizer("adamw", 2, 15, 2, 1, 4, "Adam + decoupled weight decay w −= lr·λ·w (2)"),
+)}
 
 
 def precision(name: str) -> Precision:
@@ -51,8 +64,13 @@ def precision(name: str) -> Precision:
     return p
 
 
-def optimizer_states(name: str) -> int:
-    k = OPTIMIZERS.get(str(name).lower())
-    if k is None:
+def optimizer(name: str) -> Optimizer:
+    o = OPTIMIZERS.get(str(name).lower())
+    if o is None:
         raise NetworkError(f"unknown optimizer; choose one of {', '.join(OPTIMIZERS)}", field="optimizer", value=name)
-    return k
+    return o
+
+
+def optimizer_states(name: str) -> int:
+    """State elements per trainable parameter (0 for plain SGD, 2 for Adam's moments)."""
+    return optimizer(name).states

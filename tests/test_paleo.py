@@ -4,7 +4,8 @@ import pytest
 
 from core import CalcError, Network, Node, analyze
 from core.devices import Device, Interconnect
-from core.paleo import UPDATE, allreduce_time, conv_algorithm_flops, estimate, scaling
+from core.paleo import allreduce_time, conv_algorithm_flops, estimate, scaling
+from core.precision import OPTIMIZERS
 from core.roofline import RooflinePoint, attainable, bound, ridge
 
 # A made-up device with round numbers so every time below can be checked by hand.
@@ -68,7 +69,8 @@ def test_mixed_precision_runs_at_the_fp16_peak():
 def test_weight_update_by_hand():
     e = estimate(two_layer(), TOY, batch_size=2, optimizer="sgd_momentum")
     params = 4 * 8 + 8                                   # 40 trainable parameters
-    flops, w_acc, g_acc, s_acc = UPDATE["sgd_momentum"]  # 4 FLOPs; read+write w, read g, read+write v
+    o = OPTIMIZERS["sgd_momentum"]                       # 4 FLOPs; read+write w, read g, read+write v
+    flops, w_acc, g_acc, s_acc = o.update_flops, o.weight_accesses, o.grad_accesses, o.state_accesses
     assert e.totals["update_flops"] == flops * params == 160
     assert e.totals["update_bytes"] == params * (w_acc * 4 + g_acc * 4 + s_acc * 4) == 800   # 40 · 20 B
     assert e.totals["update_s"] == pytest.approx(160 / 1e9 + 800 / 1e8)
@@ -258,10 +260,8 @@ def test_global_pools_are_costed_as_elementwise_work_and_windowed_pools_as_pooli
     any elementwise pass, so the classes differ: ResNet50's 3×3/2 max pool is "pool"; its global average pool (2048
     channels → 2048×1×1) and an EfficientNet squeeze-excitation pool are "elementwise"; GoogLeNet's 3×3 stride-1
     branch pool is "pool"; convs and the classifier keep theirs."""
-    from core.paleo import op_class
-
     def classes(net):
-        return {n.name: op_class(n) for n in analyze(net).compiled.nodes}
+        return {n.name: n.rule.work_class(n.ctx) for n in analyze(net).compiled.nodes}
 
     r50 = classes("resnet50")
     assert (r50["maxpool"], r50["avgpool"], r50["conv1"], r50["fc"]) == ("pool", "elementwise", "conv", "linear")
