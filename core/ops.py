@@ -438,7 +438,7 @@ def _unary_factory(kind: str, fwd: int, bwd: int, saves: str, torch: str, how: s
     return OpRule(kind, "shape" if view else "activation", attrs,
                   shape=lambda ctx: ctx.x, cost=cost, formula=formula, saves=save, channel="pass",
                   alias=view, copies_in_training=kind == "dropout", doc=how, torch=torch,
-                  work="shape" if view else "elementwise", fuses=not view)
+                  work="shape" if view else "elementwise", fusion="none" if view else "epilogue")
 
 
 for _k, _spec in _UNARY.items():
@@ -462,7 +462,7 @@ def _softmax_factory(kind: str, torch: str, fwd_how: str, bwd_how: str) -> OpRul
 
     return OpRule(kind, "activation", (Attr("dim", "int", -1),), _softmax_shape, cost, formula,
                   saves=lambda ctx: Saves(output=True), channel="pass", doc=f"{fwd_how}; backward {bwd_how}", torch=torch,
-                  work="elementwise", fuses=True)
+                  work="elementwise", fusion="epilogue")
 
 
 register(_softmax_factory("softmax", "nn.Softmax", "max, subtract, exp, sum, divide", "y·(g − Σg·y)"))
@@ -516,7 +516,7 @@ register(OpRule(
     _bn_shape, _bn_cost, _bn_formula, _bn_params,
     saves=lambda ctx: Saves(inputs=(0,), fixed_bytes=2 * 4 * ctx.x[0]), channel="pass",
     doc="batch normalisation over dim 1 (BatchNorm1d/2d); num_features follow from the input", torch="nn.BatchNorm2d",
-    work="elementwise", fuses=True))
+    work="elementwise", fusion="epilogue"))
 
 
 # LayerNorm / GroupNorm compute statistics at inference too: mean (1), variance (subtract, square, add: 3),
@@ -551,7 +551,7 @@ register(OpRule(
     _ln_shape, lambda ctx: _stat_norm_cost(ctx, ctx["elementwise_affine"]), _ln_formula, _ln_params,
     saves=lambda ctx: Saves(inputs=(0,), extra_bytes=2 * 4 * numel(ctx.x[:len(ctx.x) - ctx["normalized_ndim"]])),
     channel="pass", doc="layer normalisation over the trailing dims; normalized_shape follows from the input",
-    torch="nn.LayerNorm", work="elementwise", fuses=True))
+    torch="nn.LayerNorm", work="elementwise", fusion="epilogue"))
 
 
 def _gn_shape(ctx: Ctx):
@@ -569,7 +569,7 @@ register(OpRule(
     lambda ctx: Params(trainable=2 * ctx.x[0] if ctx["affine"] else 0),
     saves=lambda ctx: Saves(inputs=(0,), extra_bytes=2 * 4 * ctx["num_groups"]), channel="pass",
     doc="group normalisation; num_channels follow from the input", torch="nn.GroupNorm", work="elementwise",
-    fuses=True))
+    fusion="epilogue"))
 
 
 # == pooling ======================================================================================================
@@ -758,7 +758,7 @@ def _bin_factory(kind: str, torch: str) -> OpRule:
     saves = (lambda ctx: Saves(inputs=tuple(range(len(ctx.ins))))) if kind in ("mul", "div") else (lambda ctx: Saves())
     return OpRule(kind, "elementwise", (Attr("scalar", "opt_float", None), _INPLACE), _bin_shape, cost, formula,
                   saves=saves, arity=(1, None), channel="unify", doc=f"elementwise {kind} with broadcasting", torch=torch,
-                  work="elementwise")
+                  work="elementwise", fusion="operand")
 
 
 register(_bin_factory("add", "torch.add"))

@@ -139,6 +139,7 @@ def _allocates_output(ctx: Ctx, batch: int, act_bytes: int, weight_bytes: int) -
 
 
 CHANNEL_KINDS = ("new", "pass", "unify", "none", "depthwise")
+FUSION_KINDS = ("none", "epilogue", "operand")
 
 
 @dataclass(frozen=True)
@@ -188,7 +189,9 @@ class OpRule:
 
     * ``work``: its class of work (``WORK_CLASSES``), a string or a function of the node: which calibrated
       efficiency and per-call overhead of a device apply (``core.paleo``);
-    * ``fuses``: in the fused view it runs in its producer's epilogue, with no memory round trip;
+    * ``fusion``: what it costs in the fused view (``FUSION_KINDS``): "epilogue" (activations, normalisation) runs
+      in its producer's epilogue with no memory round trip; "operand" (a residual add) joins the epilogue and reads
+      only its other operands; "none" runs on its own;
     * ``cpu_alloc(ctx, batch, act_bytes, weight_bytes)``: the blocks a CPU forward call allocates, in the order
       glibc sees them (``core.cpu_heap``): ``("alloc", bytes)`` a temporary, ``("free", j)`` the j-th temporary,
       ``("out",)`` the output; views allocate nothing whatever this says;
@@ -219,14 +222,15 @@ class OpRule:
     doc: str = ""
     torch: str = ""          # the PyTorch module or function this rule mirrors, as the docs name it
     work: str | Callable[[Ctx], str] = field(default=None, kw_only=True)
-    fuses: bool = field(default=False, kw_only=True)
+    fusion: str = field(default="none", kw_only=True)
     cpu_alloc: Callable[[Ctx, int, int, int], tuple] = field(default=_allocates_output, kw_only=True)
     follow: Callable[[Ctx, int], dict] | None = field(default=None, kw_only=True)
     to_torch: Callable | None = field(default=None, kw_only=True)
     imports: tuple[Importer, ...] = field(default=(), kw_only=True)
 
     def __post_init__(self):
-        for name, value, allowed in (("work", self.work, WORK_CLASSES), ("channel", self.channel, CHANNEL_KINDS)):
+        for name, value, allowed in (("work", self.work, WORK_CLASSES), ("channel", self.channel, CHANNEL_KINDS),
+                                     ("fusion", self.fusion, FUSION_KINDS)):
             if not callable(value) and value not in allowed:
                 raise RuntimeError(f"op '{self.kind}': {name} {value!r} is not one of {', '.join(allowed)}")
 
