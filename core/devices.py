@@ -4,7 +4,9 @@ A bad entry is reported by id and field and left out; the rest still load (``Dev
 their own devices without touching the file: ``db.add(spec)`` returns a new database (validated the same way), and
 ``save_user_devices`` / ``load_devices(user_path=...)`` keep them in a file of their own.
 
-Units: FLOP/s (ops/s for int8), bytes/s, bytes, seconds.
+Each field of an entry is declared once, in ``DEVICE_FIELDS`` / ``INTERCONNECT_FIELDS`` (name, type, constraint,
+meaning, required or default): the ``Device`` and ``Interconnect`` dataclasses and the JSON Schemas are made from
+them. Units: FLOP/s (ops/s for int8), bytes/s, bytes, seconds.
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ class FieldSpec:
     def dataclass_field(self):
         if self.default is NEEDED:
             return field()
-        if self.type is dict and self.default is not NEEDED:
+        if self.type is dict:
             return field(default_factory=dict)
         return field(default=self.default)
 
