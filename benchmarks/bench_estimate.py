@@ -16,8 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import core
 from common import quick_main
+from core.api import sweep as paleo_sweep
 from core.devices import load_devices
-from core.paleo import sweep as paleo_sweep
 
 BATCHES = tuple(2 ** i for i in range(11))      # 1 … 1024
 

@@ -6,7 +6,7 @@ Method
   * each network is measured in ``processes`` fresh processes (3), in rounds over all networks: torchvision's model
     (random weights) in eval mode under ``torch.no_grad``, ``warmup`` untimed runs, then the median of ``repeats``
     timed runs (``core.bridge.timing``); the latency is the median of the processes' medians;
-  * predicted: ``core.paleo.estimate`` of the same network on the calibrated device;
+  * predicted: ``core.estimate`` of the same network on the calibrated device;
   * baseline: forward FLOPs ÷ (calibrated fp32 peak × PPP), PPP fitted on ResNet50 (geometric mean of its batches);
   * error: |predicted − measured| ÷ measured; median and 90th percentile per model.
 Both use the same threads (1 by default: the machine is shared, and one thread is the least disturbed setting).
@@ -32,8 +32,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import core  # noqa: E402
+from core.api import estimate  # noqa: E402
 from core.devices import Device  # noqa: E402
-from core.paleo import estimate  # noqa: E402
 
 NETWORKS = ("alexnet", "vgg11", "vgg16", "resnet18", "resnet34", "resnet50", "resnet101", "wide_resnet50_2",
             "resnext50_32x4d", "densenet121", "googlenet", "inception_v3", "mobilenet_v2", "mobilenet_v3_large",

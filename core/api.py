@@ -1,4 +1,6 @@
-"""The notebook / script API: ``analyze(model, input_shape=None, batch_size=1, dtype="fp32")``."""
+"""The notebook / script API: ``analyze(model, input_shape=None, batch_size=1, dtype="fp32")`` and the PALEO
+estimates on any model it takes (``estimate``, ``sweep``, ``scaling``). Loading models — built-in names, IR JSON
+files, ``file.py:Class``, PyTorch modules — happens here and nowhere else."""
 
 from __future__ import annotations
 
@@ -7,7 +9,8 @@ import re
 import sys
 from typing import Any
 
-from . import zoo
+from . import paleo, zoo
+from .choices import DEFAULT_DTYPE, DEFAULT_OPTIMIZER
 from .errors import NetworkError
 from .graph import compile_network
 from .ir import Network
@@ -102,8 +105,8 @@ def parse_shape(text: Any) -> tuple[int, ...]:
     return shape
 
 
-def analyze(model: Any, input_shape: Any = None, batch_size: int = 1, dtype: str = "fp32",
-            optimizer: str = "sgd_momentum") -> Report:
+def analyze(model: Any, input_shape: Any = None, batch_size: int = 1, dtype: str = DEFAULT_DTYPE,
+            optimizer: str = DEFAULT_OPTIMIZER) -> Report:
     """Analyse ``model`` (a built-in name, a JSON path, a ``Network`` or a ``torch.nn.Module``) at a batch size and
     precision.
 
@@ -116,3 +119,25 @@ def analyze(model: Any, input_shape: Any = None, batch_size: int = 1, dtype: str
     if input_shape is not None and not converted:
         network = network.with_input_shape(parse_shape(input_shape))
     return Report(compile_network(network), batch_size, dtype, optimizer)
+
+
+def estimate(model: Any, device: Any, batch_size: int = 1, dtype: str = DEFAULT_DTYPE, *,
+             optimizer: str = DEFAULT_OPTIMIZER, input_shape: Any = None, **settings) -> paleo.Estimate:
+    """PALEO estimate of any model ``analyze`` takes on ``device`` (id, name or Device); ``settings`` as
+    ``core.paleo.Estimate`` takes them (ppp, ppp_memory, variant, conv_algorithm, fused, workers, link, …)."""
+    report = model if isinstance(model, Report) else analyze(model, input_shape, batch_size, dtype, optimizer)
+    return paleo.estimate(report, device, batch_size, dtype, optimizer=optimizer, **settings)
+
+
+def sweep(model: Any, devices, batch_sizes, dtype: str | None = DEFAULT_DTYPE, *, input_shape: Any = None,
+          **kw) -> list[paleo.Estimate]:
+    """``core.paleo.sweep`` on any model ``analyze`` takes: every device × batch size on one analysis."""
+    report = model if isinstance(model, Report) else analyze(model, input_shape)
+    return paleo.sweep(report, devices, batch_sizes, dtype, **kw)
+
+
+def scaling(model: Any, device: Any, link: Any, workers=(1, 2, 4, 8), batch_size: int = 64, mode: str = "strong",
+            *, input_shape: Any = None, **kw) -> list[dict]:
+    """``core.paleo.scaling`` (data-parallel speed-up and efficiency) on any model ``analyze`` takes."""
+    report = model if isinstance(model, Report) else analyze(model, input_shape)
+    return paleo.scaling(report, device, link, workers, batch_size, mode, **kw)

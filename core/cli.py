@@ -9,6 +9,7 @@ import argparse
 import json
 import sys
 
+from .choices import ALLREDUCE, CONV_ALGORITHMS, DEFAULT_DTYPE, DEFAULT_OPTIMIZER, VARIANTS
 from .errors import CalcError
 from .precision import OPTIMIZERS, PRECISIONS
 from .report import CONVENTION, Report
@@ -62,8 +63,8 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("model", help="a built-in network (see 'list') or a path to an IR JSON file")
     a.add_argument("--input", help="per-sample input shape, e.g. 3x224x224 (default: the network's)")
     a.add_argument("--batch", type=int, default=1, help="batch size (default 1)")
-    a.add_argument("--dtype", default="fp32", help=f"one of {', '.join(PRECISIONS)} (default fp32)")
-    a.add_argument("--optimizer", default="sgd_momentum", help=f"one of {', '.join(OPTIMIZERS)}")
+    a.add_argument("--dtype", default=DEFAULT_DTYPE, help=f"one of {', '.join(PRECISIONS)} (default {DEFAULT_DTYPE})")
+    a.add_argument("--optimizer", default=DEFAULT_OPTIMIZER, help=f"one of {', '.join(OPTIMIZERS)}")
     a.add_argument("--json", action="store_true", help="print JSON instead of a table")
     a.add_argument("--explain", metavar="LAYER", help="print one layer's pen-and-paper arithmetic")
     sub.add_parser("list", help="list the built-in networks")
@@ -77,19 +78,19 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--device", required=True, help="device id or name (case-insensitive)")
     e.add_argument("--input", help="per-sample input shape, e.g. 3x224x224")
     e.add_argument("--batch", type=int, default=1)
-    e.add_argument("--dtype", default="fp32", help=f"one of {', '.join(PRECISIONS)}")
-    e.add_argument("--optimizer", default="sgd_momentum", help=f"one of {', '.join(OPTIMIZERS)}")
+    e.add_argument("--dtype", default=DEFAULT_DTYPE, help=f"one of {', '.join(PRECISIONS)}")
+    e.add_argument("--optimizer", default=DEFAULT_OPTIMIZER, help=f"one of {', '.join(OPTIMIZERS)}")
     e.add_argument("--ppp", type=float, default=1.0,
                    help="platform percent of peak for compute, in (0, 1]; 1.0 = datasheet peak (default)")
     e.add_argument("--ppp-memory", type=float, default=None, help="PPP for memory bandwidth (default: --ppp)")
-    e.add_argument("--variant", default="paleo", choices=("paleo", "roofline"),
+    e.add_argument("--variant", default=VARIANTS[0], choices=VARIANTS,
                    help="paleo: read + compute + write per layer; roofline: max(compute, memory)")
-    e.add_argument("--conv-algo", default="direct", choices=("direct", "fft", "winograd", "auto"))
+    e.add_argument("--conv-algo", default=CONV_ALGORITHMS[0], choices=CONV_ALGORITHMS)
     e.add_argument("--fused", action="store_true", help="elementwise and norm layers do not round-trip memory")
     e.add_argument("--workers", type=int, default=1, help="data-parallel workers")
     e.add_argument("--link", help="interconnect id or name for --workers > 1")
     e.add_argument("--ppp-comm", type=float, default=1.0, help="PPP of the interconnect")
-    e.add_argument("--allreduce", default="ring", choices=("ring", "tree", "parameter_server"))
+    e.add_argument("--allreduce", default=ALLREDUCE[0], choices=ALLREDUCE)
     e.add_argument("--file", help="a device JSON file instead of device_specs.json")
     e.add_argument("--json", action="store_true")
 
@@ -177,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
                                   "interconnects": [i.to_dict() for i in db.interconnects.values()],
                                   "problems": list(db.problems)}, indent=1) if args.json else format_devices(db))
                 return 0
-            from .paleo import estimate
+            from .api import estimate
             est = estimate(args.model, args.device, batch_size=args.batch, dtype=args.dtype, ppp=args.ppp,
                            ppp_memory=args.ppp_memory, optimizer=args.optimizer, variant=args.variant,
                            conv_algorithm=args.conv_algo, fused=args.fused, workers=args.workers, link=args.link,

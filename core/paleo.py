@@ -23,15 +23,15 @@ from math import ceil, log2
 from typing import Any, Callable
 
 from . import cpu_heap
+from .choices import ALLREDUCE, CONV_ALGORITHMS, DEFAULT_DTYPE, DEFAULT_OPTIMIZER, SCALING_MODES, VARIANTS
 from .devices import Device, DeviceDB, Interconnect, load_devices
 from .errors import CalcError
-from .graph import Compiled, NodeInfo
-from .precision import Precision, optimizer
-from .report import Report
-from .choices import ALLREDUCE, CONV_ALGORITHMS, SCALING_MODES, VARIANTS
+from .graph import Compiled, NodeInfo, compile_network
+from .ir import Network
+from .precision import PRECISIONS, Precision, optimizer
 from .registry import WORK_FALLBACK, numel
+from .report import Report
 from .roofline import RooflinePoint, ridge
-
 
 # == convolution algorithms =======================================================================================
 
@@ -515,19 +515,25 @@ def resolve_device(device: Any, db: DeviceDB | None = None) -> Device:
     return (db or load_devices()).device(device)
 
 
-def estimate(model: Any, device: Any, batch_size: int = 1, dtype: str = "fp32", *, ppp: float = 1.0,
-             ppp_memory: float | None = None, optimizer: str = "sgd_momentum", variant: str = "paleo",
-             conv_algorithm: str = "direct", fused: bool = False, workers: int = 1, link: Any = None,
-             ppp_comm: float = 1.0, allreduce: str = "ring", input_shape: Any = None,
-             db: DeviceDB | None = None) -> Estimate:
-    """PALEO estimate of ``model`` (name, JSON path, Network or Report) on ``device`` (id, name or Device)."""
-    from .api import analyze
-
+def _report(model: Any, batch_size: int, dtype: str, optimizer: str) -> Report:
+    """The analysis an estimate works on: a ``Report`` (re-batched as asked) or a ``Network``. Names, files and
+    PyTorch modules are loaded by ``core.api`` (``core.estimate``), which calls this module."""
     if isinstance(model, Report):
-        report = model if (model.batch_size, model.dtype, model.optimizer) == (batch_size, dtype, optimizer) \
-            else Report(model.compiled, batch_size, dtype, optimizer)
-    else:
-        report = analyze(model, input_shape=input_shape, batch_size=batch_size, dtype=dtype, optimizer=optimizer)
+        if (model.batch_size, model.dtype, model.optimizer) == (batch_size, dtype, optimizer):
+            return model
+        return Report(model.compiled, batch_size, dtype, optimizer)
+    if isinstance(model, Network):
+        return Report(compile_network(model), batch_size, dtype, optimizer)
+    raise CalcError("an estimate works on a Report or a Network; load names, files and modules with "
+                    "core.estimate (core.api)", field="model", value=type(model).__name__)
+
+
+def estimate(model: Report | Network, device: Any, batch_size: int = 1, dtype: str = DEFAULT_DTYPE, *,
+             ppp: float = 1.0, ppp_memory: float | None = None, optimizer: str = DEFAULT_OPTIMIZER,
+             variant: str = "paleo", conv_algorithm: str = "direct", fused: bool = False, workers: int = 1,
+             link: Any = None, ppp_comm: float = 1.0, allreduce: str = "ring", db: DeviceDB | None = None) -> Estimate:
+    """PALEO estimate of ``model`` (a Report or a Network) on ``device`` (id, name or Device)."""
+    report = _report(model, batch_size, dtype, optimizer)
     dev = resolve_device(device, db)
     lk = None
     if link is not None:
@@ -536,7 +542,7 @@ def estimate(model: Any, device: Any, batch_size: int = 1, dtype: str = "fp32", 
                     fused=fused, workers=workers, link=lk, ppp_comm=ppp_comm, allreduce=allreduce)
 
 
-def scaling(model: Any, device: Any, link: Any, workers=(1, 2, 4, 8), batch_size: int = 64, mode: str = "strong",
+def scaling(model: Report | Network, device: Any, link: Any, workers=(1, 2, 4, 8), batch_size: int = 64, mode: str = "strong",
             **kw) -> list[dict]:
     """Data-parallel scaling. strong: the global batch ``batch_size`` is split over K workers (⌈B/K⌉ each, the
     last ones short when K does not divide B, so a step takes as long as the fullest worker); weak: every worker
@@ -561,24 +567,13 @@ def scaling(model: Any, device: Any, link: Any, workers=(1, 2, 4, 8), batch_size
     return rows
 
 
-def sweep(model: Any, devices, batch_sizes, dtype: str | None = "fp32", **kw) -> list[Estimate]:
-    """Estimates for every device × batch size, sharing one analysis per batch size (what the app's device
-    comparison and time-vs-batch charts use). ``dtype=None`` picks fp32 where a device has it, else its first
-    precision."""
-    from .api import analyze
-    from .precision import PRECISIONS
-
-    optimizer = kw.pop("optimizer", "sgd_momentum")
-    input_shape = kw.pop("input_shape", None)
-    db = kw.pop("db", None)
-    devs = [resolve_device(d, db) for d in devices]
-    reports: dict = {}
+def sweep(model: Report | Network, devices, batch_sizes, dtype: str | None = DEFAULT_DTYPE, *,
+          optimizer: str = DEFAULT_OPTIMIZER, db: DeviceDB | None = None, **kw) -> list[Estimate]:
+    """Estimates for every device × batch size on one analysis (what the app's device comparison and
+    time-vs-batch charts use). ``dtype=None`` picks fp32 where a device has it, else its first precision."""
+    compiled = _report(model, 1, DEFAULT_DTYPE, optimizer).compiled
     out = []
-    for dev in devs:
+    for dev in (resolve_device(d, db) for d in devices):
         dt = dtype or ("fp32" if "fp32" in dev.peak_flops else next(k for k in dev.precisions if k in PRECISIONS))
-        for b in batch_sizes:
-            key = (b, dt)
-            if key not in reports:
-                reports[key] = analyze(model, input_shape=input_shape, batch_size=b, dtype=dt, optimizer=optimizer)
-            out.append(Estimate(reports[key], dev, **kw))
+        out += [Estimate(Report(compiled, b, dt, optimizer), dev, **kw) for b in batch_sizes]
     return out

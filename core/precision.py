@@ -47,13 +47,16 @@ class Optimizer:
     grad_accesses: int
     state_accesses: int
     how: str
+    torch: tuple              # (torch.optim class, its keyword arguments) that live timing runs
 
 
 OPTIMIZERS: dict[str, Optimizer] = {o.name: o for o in (
-    Optimizer("sgd", 0, 2, 2, 1, 0, "w −= lr·g: multiply, subtract; read w, g; write w"),
-    Optimizer("sgd_momentum", 1, 4, 2, 1, 2, "v = μv + g; w −= lr·v; read w, g, v; write w, v"),
-    Optimizer("adam", 2, 13, 2, 1, 4, "m, v moments (7), bias corrections (2), w −= lr·m̂/(√v̂+ε) (4); r/w m, v"),
-    Optimizer("adamw", 2, 15, 2, 1, 4, "Adam + decoupled weight decay w −= lr·λ·w (2)"),
+    Optimizer("sgd", 0, 2, 2, 1, 0, "w −= lr·g: multiply, subtract; read w, g; write w", ("SGD", (("lr", 1e-3),))),
+    Optimizer("sgd_momentum", 1, 4, 2, 1, 2, "v = μv + g; w −= lr·v; read w, g, v; write w, v",
+              ("SGD", (("lr", 1e-3), ("momentum", 0.9)))),
+    Optimizer("adam", 2, 13, 2, 1, 4, "m, v moments (7), bias corrections (2), w −= lr·m̂/(√v̂+ε) (4); r/w m, v",
+              ("Adam", (("lr", 1e-4),))),
+    Optimizer("adamw", 2, 15, 2, 1, 4, "Adam + decoupled weight decay w −= lr·λ·w (2)", ("AdamW", (("lr", 1e-4),))),
 )}
 
 

@@ -200,8 +200,8 @@ def test_every_chart_helper_builds_a_valid_vega_lite_spec():
     specs are validated here instead, from real analyses."""
     import pandas as pd
 
+    from core.api import estimate
     from core.devices import load_devices
-    from core.paleo import estimate
     from ui import benchmark as bm
     from ui.charts import bars_chart, layer_points, lines_chart, memory_chart, roofline_chart, roofline_frame
     from ui.labs import lab2

@@ -68,7 +68,7 @@ def test_estimate_table_shows_fresh_pages_and_overhead_on_a_calibrated_cpu():
 
     from core.cli import format_estimate
     from core.devices import load_devices
-    from core.paleo import estimate
+    from core.api import estimate
 
     dev = dataclasses.replace(load_devices(user_path=None).device("v100-sxm2"), kind="CPU", alloc_threshold=1e6,
                               alloc_bandwidth=1e9, efficiency={"conv": 1.0}, layer_overhead={"conv": 1e-5})

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 import core
+from core.api import estimate
 from core.cli import main
-from core.paleo import estimate
 from ui.text import markdown_report
 
 GOLDEN = Path(__file__).resolve().parent / "golden"

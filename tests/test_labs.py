@@ -16,8 +16,8 @@ from streamlit.testing.v1 import AppTest
 
 import core
 from apptest_ref import metric, open_page, table
+from core.api import estimate
 from core.devices import load_devices
-from core.paleo import estimate
 from ui import benchmark as bm
 from ui import labs
 from ui.devices_form import FASTEST, SURVEY, overlay

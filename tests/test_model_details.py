@@ -5,8 +5,8 @@ import torch
 import torch.nn as nn
 
 from core import CalcError, Network, Node, analyze, edit
+from core.api import scaling
 from core.devices import Device, Interconnect, parse_devices
-from core.paleo import scaling
 
 N = Node.make
 

@@ -3,8 +3,9 @@
 import pytest
 
 from core import CalcError, Network, Node, analyze
+from core.api import estimate, scaling
 from core.devices import Device, Interconnect
-from core.paleo import allreduce_time, conv_algorithm_flops, estimate, scaling
+from core.paleo import allreduce_time, conv_algorithm_flops
 from core.precision import OPTIMIZERS
 from core.roofline import RooflinePoint, attainable, bound, ridge
 

@@ -21,6 +21,7 @@ import torch  # a test requirement: a missing install must fail, not skip
 from torch import nn
 
 import core
+from core.api import estimate
 from core.bridge import cli_ext
 from core.bridge.calibrate import calibrate, save_local
 from core.bridge.timing import (
@@ -36,7 +37,6 @@ from core.bridge.timing import (
 )
 from core.devices import OP_CLASSES, load_devices
 from core.errors import CalcError
-from core.paleo import estimate
 
 ROOT = Path(__file__).resolve().parents[1]
 SHAPE = (3, 16, 16)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import core
-from core.paleo import estimate
+from core.api import estimate
 
 PRESETS = {
     "VGG 11/13/19": ["vgg11", "vgg13", "vgg19"],

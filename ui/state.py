@@ -14,9 +14,10 @@ from dataclasses import dataclass
 import streamlit as st
 
 import core
+from core.api import estimate
 from core.choices import DEFAULT_DTYPE, DEFAULT_OPTIMIZER
 from core.devices import load_devices
-from core.paleo import Estimate, estimate
+from core.paleo import Estimate
 from core.precision import OPTIMIZERS, PRECISIONS
 from core.zoo import family
 

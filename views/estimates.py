@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from core import CalcError
-from core.paleo import estimate, scaling, sweep
+from core.api import estimate, scaling, sweep
 from ui.charts import bars_chart, lines_chart, memory_chart, show
 from ui.state import devices, page
 

@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from ..errors import CalcError, Cancelled, WontFit
+from ..precision import OPTIMIZERS as _OPTIMIZER_TABLE
 from ..units import format_bytes
 
 PASSES = ("forward", "backward", "train_step")
@@ -410,15 +411,12 @@ def _loss(out, torch):
     return None
 
 
-OPTIMIZERS = ("sgd", "sgd_momentum", "adam", "adamw")     # as core.precision.OPTIMIZERS
+OPTIMIZERS = tuple(_OPTIMIZER_TABLE)
 
 
 def _optimizer(name: str, params, torch):
-    if name == "sgd":
-        return torch.optim.SGD(params, lr=1e-3)
-    if name == "sgd_momentum":
-        return torch.optim.SGD(params, lr=1e-3, momentum=0.9)
-    return (torch.optim.Adam if name == "adam" else torch.optim.AdamW)(params, lr=1e-4)
+    cls, kwargs = _OPTIMIZER_TABLE[name].torch
+    return getattr(torch.optim, cls)(params, **dict(kwargs))
 
 
 class _Runner:

@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 import core
-from core.paleo import estimate
+from core.api import estimate
 from ui.labs.common import in_words, number, open_button, question, reading, shape
 
 TITLE = "1 · PALEO, PPP and VGG FLOPs"

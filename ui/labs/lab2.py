@@ -11,8 +11,8 @@ import pandas as pd
 import streamlit as st
 
 import core
+from core.api import estimate, sweep
 from core.devices import PRECISION_KEYS
-from core.paleo import estimate, sweep
 from ui import benchmark as bm
 from ui.charts import roofline_chart, roofline_frame
 from ui.charts import show as show_chart

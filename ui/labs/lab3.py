@@ -9,8 +9,8 @@ import pandas as pd
 import streamlit as st
 
 import core
+from core.api import estimate
 from core.choices import CONV_ALGORITHMS
-from core.paleo import estimate
 from core.roofline import ridge
 from ui.charts import roofline_chart, roofline_frame
 from ui.charts import show as show_chart
