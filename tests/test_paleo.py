@@ -268,3 +268,69 @@ def test_global_pools_are_costed_as_elementwise_work_and_windowed_pools_as_pooli
     assert (r50["maxpool"], r50["avgpool"], r50["conv1"], r50["fc"]) == ("pool", "elementwise", "conv", "linear")
     assert classes("efficientnet_b0")["features.1.0.block.1.avgpool"] == "elementwise"
     assert classes("googlenet")["inception3a.branch4.0"] == "pool"
+
+
+def _calibrated_cpu() -> Device:
+    """TOY as a calibrated Linux CPU: per-class efficiencies and per-call overheads, glibc's page-fault term."""
+    import dataclasses
+
+    return dataclasses.replace(TOY, kind="CPU", efficiency={"conv": 0.5, "linear": 0.25, "elementwise": 0.1},
+                               layer_overhead={"conv": 1e-5, "elementwise": 2e-6}, alloc_threshold=1e6,
+                               alloc_bandwidth=1e9)
+
+
+def test_a_device_gets_the_terms_its_fields_name():
+    """A datasheet GPU's time is compute + memory; a calibrated Linux CPU adds the fresh-page term (glibc's
+    malloc) and the per-call overhead, because its fields say so."""
+    assert [t.name for t in estimate("mnist_cnn", TOY).terms] == ["compute", "memory"]
+    names = [t.name for t in estimate("mnist_cnn", _calibrated_cpu()).terms]
+    assert names == ["compute", "memory", "fresh_pages", "overhead"]
+
+
+@pytest.mark.parametrize("variant", ["paleo", "roofline"])
+@pytest.mark.parametrize("settings", [{}, {"conv_algorithm": "auto"}, {"fused": True}])
+@pytest.mark.parametrize("device", ["toy", "calibrated"])
+def test_per_layer_rows_sum_to_the_totals(variant, settings, device):
+    """One path makes both: the layers' forward and backward times, FLOPs, bytes and fresh bytes add up to the
+    pass totals, for PALEO (which times a class of layers as one work) and the roofline (a max per layer)."""
+    dev = TOY if device == "toy" else _calibrated_cpu()
+    e = estimate("resnet18", dev, batch_size=4, variant=variant, **settings)
+    t = e.totals
+    for which in ("forward", "backward"):
+        times = [getattr(lt, which) for lt in e.layer_times]
+        assert sum(p.total_s for p in times) == pytest.approx(t[f"{which}_s"], rel=1e-12)
+        assert sum(p.compute_s for p in times) == pytest.approx(t[f"{which}_compute_s"], rel=1e-12)
+        assert sum(p.overhead_s for p in times) == pytest.approx(t[f"{which}_overhead_s"], rel=1e-12, abs=1e-18)
+        assert sum(p.flops for p in times) == pytest.approx(t[f"{which}_flops"], rel=1e-12)
+        assert sum(p.bytes for p in times) == t[f"{which}_bytes"]
+    assert sum(lt.forward.fresh_bytes for lt in e.layer_times) == t["forward_fresh_bytes"]
+    assert sum(row["share"] for row in e.layers) == pytest.approx(1.0)
+
+
+def test_calibrated_terms_by_hand():
+    """two_layer (fc 4→8, in-place-less ReLU) at batch 2 on the calibrated TOY CPU:
+      fc: 128 FLOPs at 1e9 × 0.25 (linear) = 5.12e-7 s; 256 B at 1e8 = 2.56e-6 s; no linear overhead figure → 0;
+      relu: 16 FLOPs at 1e9 × 0.1 (elementwise) = 1.6e-7 s; 128 B = 1.28e-6 s; overhead 2e-6 s;
+      every block is below glibc's 128 KiB start threshold and comes from the heap: its first pass's 64 + 64 B are
+      fresh, later passes reuse them, so the warm pass has 0 fresh bytes.
+    forward = 5.12e-7 + 2.56e-6 + 1.6e-7 + 1.28e-6 + 2e-6 = 6.512e-6 s."""
+    e = estimate(two_layer(), _calibrated_cpu(), batch_size=2)
+    fc, act = e.layer_times
+    assert (fc.work_class, act.work_class) == ("linear", "elementwise")
+    assert fc.forward.compute_s == pytest.approx(5.12e-7)
+    assert (fc.forward.overhead_s, act.forward.overhead_s) == (0.0, 2e-6)
+    assert act.forward.compute_s == pytest.approx(1.6e-7)
+    assert e.totals["forward_fresh_bytes"] == 0
+    assert e.totals["forward_s"] == pytest.approx(6.512e-6)
+
+
+def test_an_estimate_works_on_a_report_or_a_network_and_names_what_else_it_got():
+    """core.paleo loads nothing itself: a name goes through core.api (core.estimate)."""
+    from core import paleo
+
+    net = two_layer()
+    by_net = paleo.estimate(net, TOY, batch_size=2).totals["forward_s"]
+    by_report = paleo.estimate(analyze(net), TOY, batch_size=2).totals["forward_s"]
+    assert by_net == by_report == pytest.approx(3.984e-6)
+    with pytest.raises(CalcError, match="core.estimate"):
+        paleo.estimate("mnist_cnn", TOY)
