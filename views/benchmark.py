@@ -16,9 +16,9 @@ import os
 import streamlit as st
 
 import core
+from core.api import estimate
 from core.bridge.timing import DTYPES, PASSES
 from core.choices import DEFAULT_DTYPE
-from core.paleo import estimate
 from ui import bench_results, live
 from ui import benchmark as bm
 from ui.state import devices, page

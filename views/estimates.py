@@ -6,6 +6,7 @@ import streamlit as st
 
 from core import CalcError
 from core.api import estimate, scaling, sweep
+from core.choices import ALLREDUCE, CONV_ALGORITHMS, SCALING_MODES
 from ui.charts import bars_chart, lines_chart, memory_chart, show
 from ui.state import devices, page
 
@@ -85,7 +86,7 @@ if tab_conv.open:
     tab_conv.caption("Winograd F(2×2, 3×3) and FFT change the arithmetic of 3×3 / stride-1 convolutions (and so the "
                      "time) — one reason a profiler's FLOP count differs from the model's 2 × MACs.")
     algos = [estimate(report, dev, batch_size=report.batch_size, dtype=report.dtype, optimizer=report.optimizer,
-                      ppp=est.ppp, conv_algorithm=a) for a in ("direct", "winograd", "fft", "auto")]
+                      ppp=est.ppp, conv_algorithm=a) for a in CONV_ALGORITHMS]
     tab_conv.dataframe(pd.DataFrame([{"algorithm": e.conv_algorithm, "forward GFLOPs": e.totals["forward_flops"] / 1e9,
                                       "forward ms": e.totals["forward_s"] * 1e3} for e in algos]),
                        hide_index=True, key="conv_algorithms")
@@ -95,9 +96,9 @@ if tab_dp.open:
     s1, s2, s3 = tab_dp.columns(3)
     link = s1.selectbox("Interconnect", list(db.interconnects), key="scaling_link",
                         format_func=lambda i: db.interconnects[i].name)
-    mode = s2.radio("Scaling", ["strong", "weak"], horizontal=True, key="scaling_mode",
+    mode = s2.radio("Scaling", list(SCALING_MODES), horizontal=True, key="scaling_mode",
                     help="strong: the batch in the sidebar is split over the workers; weak: each worker keeps it")
-    algo = s3.selectbox("All-reduce", ["ring", "tree", "parameter_server"], key="scaling_allreduce")
+    algo = s3.selectbox("All-reduce", list(ALLREDUCE), key="scaling_allreduce")
     try:
         scale = pd.DataFrame(scaling(report, dev, db.interconnects[link], workers=(1, 2, 4, 8),
                                      batch_size=report.batch_size, mode=mode, dtype=report.dtype,
