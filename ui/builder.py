@@ -14,7 +14,7 @@ from typing import Any
 import core
 from core.errors import NetworkError
 from core.ir import Network, Node
-from core.registry import get_rule
+from core.registry import REGISTRY, get_rule
 
 # ops offered in a new row, in the order a CNN usually uses them
 BUILD_OPS = ("conv2d", "batch_norm", "relu", "relu6", "silu", "gelu", "sigmoid", "tanh", "hardswish", "max_pool2d",
@@ -22,7 +22,6 @@ BUILD_OPS = ("conv2d", "batch_norm", "relu", "relu6", "silu", "gelu", "sigmoid",
              "conv_transpose2d", "group_norm", "layer_norm", "identity")
 COLUMNS = ("#", "layer", "op", "channels", "kernel", "stride", "padding", "other")
 SHOWN = ("output", "params", "MACs")               # read-only columns filled from the current analysis
-CHANNEL_FIELD = {"conv2d": "out_channels", "conv_transpose2d": "out_channels", "linear": "out_features"}
 COLUMN_FIELD = {"kernel": "kernel_size", "stride": "stride", "padding": "padding"}
 # attributes a new row of this op starts with when the user gives none (so a new row compiles as typed)
 STARTER = {"conv2d": {"out_channels": 16, "kernel_size": 3}, "conv_transpose2d": {"out_channels": 16, "kernel_size": 2},
@@ -36,6 +35,12 @@ NEW_NETWORK = Network.make("my_cnn", {"x": (1, 28, 28)}, [
     Node.make("flatten", "flatten", "pool1", start_dim=1),
     Node.make("fc", "linear", "flatten", out_features=10),
 ], ["fc"])
+
+
+def channel_field(op: str) -> str | None:
+    """The attribute that sets an op's output channels (its rule's ``channel_field``); None for other ops."""
+    rule = REGISTRY.get(op)
+    return rule.channel_field if rule else None
 
 
 def is_chain(net: Network) -> bool:
@@ -76,7 +81,7 @@ def rows(net: Network, report: core.Report | None = None) -> list[dict]:
         attrs = dict(n.attrs)
         row = {"#": i, "layer": n.name, "op": n.op, "channels": None, "kernel": None, "stride": None,
                "padding": None}
-        fields = {CHANNEL_FIELD.get(n.op): "channels", **{f: c for c, f in COLUMN_FIELD.items()}}
+        fields = {channel_field(n.op): "channels", **{f: c for c, f in COLUMN_FIELD.items()}}
         for field, column in fields.items():
             if field in attrs and _cell(attrs[field]) is not None:
                 row[column] = _cell(attrs.pop(field))
@@ -151,7 +156,7 @@ def network_from_rows(table: list[dict], base: Network) -> Network:
         attrs = parse_other(r.get("other"), where)
         if _blank(r.get("other")) and all(_blank(r.get(c)) for c in ("channels", *COLUMN_FIELD)):
             attrs = dict(STARTER.get(op, {}))
-        for column, field in (("channels", CHANNEL_FIELD.get(op)), *((c, f) for c, f in COLUMN_FIELD.items())):
+        for column, field in (("channels", channel_field(op)), *((c, f) for c, f in COLUMN_FIELD.items())):
             v = r.get(column)
             if _blank(v):
                 continue

@@ -79,7 +79,7 @@ if names:
     if field in ("out_channels", "out_features"):
         groups = channel_groups(net)
         coupled = [n for n, g in groups.items() if g == groups.get(layer) and n != layer
-                   and builder.CHANNEL_FIELD.get(net.node(n).op)]
+                   and builder.channel_field(net.node(n).op)]
         st.caption("Coupled group: " + (", ".join(coupled[:12]) + (" …" if len(coupled) > 12 else "")
                                          if coupled else "none — only this layer's output width changes")
                    + ". Layers reading this output change shape with it.")
