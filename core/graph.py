@@ -76,7 +76,7 @@ class NodeInfo:
 
     @property
     def moves_data(self) -> bool:
-        return not self.rule.alias and self.op != "parameter"
+        return not (self.rule.alias or self.rule.stored)
 
     @property
     def bwd_act_elems(self) -> int:
@@ -289,7 +289,7 @@ def _saved_for_backward(infos: list[NodeInfo], network: Network) -> int:
     for n in infos:
         view = n.rule.alias and not n.rule.copies_in_training
         roots[n.name] = roots[n.inputs[0]] if view else n.name
-        size[n.name] = n.out_elems if n.op != "parameter" else 0
+        size[n.name] = 0 if n.rule.stored else n.out_elems
     kept: set[str] = set()
     for n in infos:
         if not n.needs_grad:

@@ -12,9 +12,10 @@ are those of a training-mode backward pass.
 from __future__ import annotations
 
 from math import ceil, floor, isfinite, prod
+from typing import Any, Callable
 
-from .registry import (FLOPS_PER_MAC, MAX_DIM, Attr, Cost, Ctx, FormulaLine, OpRule, Params, Saves, _allocates_output,
-                       _pair, numel, register)
+from .registry import (FLOPS_PER_MAC, MAX_DIM, Attr, Cost, Ctx, FormulaLine, Importer, OpRule, Params, Saves,
+                       TorchExpr, TorchModule, TorchParam, _allocates_output, _pair, cannot_convert, numel, register)
 
 
 def _n(v: int) -> str:
@@ -65,6 +66,52 @@ def _macs_flops_lines(names: list[str], values: list[int], batch: int) -> list[F
     macs = _mul_formula("MACs", ["N"] + names, [batch] + values)
     flops = FormulaLine("FLOPs", "2 × MACs", f"2 × {_n(macs.value)}", FLOPS_PER_MAC * macs.value)
     return [macs, flops]
+
+
+# == PyTorch, both ways ===========================================================================================
+# ``to_torch(n, xs)`` gets a compiled node (``core.graph.NodeInfo``: attributes with defaults filled in, per-sample
+# ``in_shapes`` and ``out_shape``) and the names of its input variables, and says how it becomes torch
+# (``core.bridge.to_torch``). An importer's handler gets the fx converter ``c`` (``core.bridge.fx_import``:
+# ``c.emit``, ``c.ref``, ``c.scoped``, ``c.arg``, ``c.value``, ``c.pair``, ``c.claim``, ``c.warn``,
+# ``c.unsupported``, …), the fx node ``n`` and, for an ``nn`` module, the module; it emits IR nodes and returns the
+# IR name of the result. Neither needs torch here: importers name their targets by dotted path.
+
+def _compact(v: Any) -> Any:
+    """(3, 3) → 3 for pair-valued arguments (torch reads an int as the square pair), for readable source."""
+    if isinstance(v, tuple) and len(v) == 2 and v[0] == v[1] and v[0] is not None:
+        return v[0]
+    return v
+
+
+def _pick(n, *names: str, **extra: Any) -> dict:
+    """Constructor kwargs: ``extra`` first (derived from shapes), then the listed attributes, pairs compacted."""
+    return {**extra, **{k: _compact(n.attrs[k]) for k in names}}
+
+
+def _as_module(cls: str, derive: Callable[[Any], dict] | None = None) -> Callable:
+    """``nn.<cls>`` built from the node's attributes as they are, plus what ``derive(n)`` reads off its shapes."""
+    return lambda n, xs: TorchModule(cls, _pick(n, *n.attrs, **(derive(n) if derive else {})))
+
+
+def _in_channels(n) -> dict:
+    return {"in_channels": n.in_shapes[0][0]}
+
+
+def _modules(handler: Callable, *classes: str) -> tuple[Importer, ...]:
+    """``torch.nn.<class>`` modules, each imported by ``handler(c, n, module)``."""
+    return tuple(Importer("module", f"torch.nn.{cls}", handler) for cls in classes)
+
+
+def _calls(handler: Callable, *targets: str) -> tuple[Importer, ...]:
+    """Functions by dotted path ("torch.nn.functional.relu", "operator.add") and Tensor methods by name ("relu"),
+    each imported by ``handler(c, n)``."""
+    return tuple(Importer("function" if "." in t else "method", t, handler) for t in targets)
+
+
+def _first_dim(c, n, dim: int) -> int:
+    """``dim`` of the call's first argument (batch = 0) made non-negative."""
+    rank = c.value(n.args[0]).dim()
+    return dim + rank if dim < 0 else dim
 
 
 # == convolution ==================================================================================================
@@ -201,11 +248,21 @@ _CONV_ATTRS = (
     Attr("bias", "bool", True),
 )
 
+def _conv_import(c, n, m):
+    pad = m.padding if isinstance(m.padding, str) else c.pair(m.padding)
+    if m.padding_mode != "zeros":
+        c.warn(f"{n.target}: padding_mode '{m.padding_mode}' is costed like zero padding")
+    return c.emit(n.target, "conv2d", [c.ref(n.args[0])], out_channels=m.out_channels, kernel_size=c.pair(m.kernel_size),
+                  stride=c.pair(m.stride), padding=pad, dilation=c.pair(m.dilation), groups=m.groups,
+                  bias=m.bias is not None)
+
+
 register(OpRule(
     "conv2d", "conv", _CONV_ATTRS, _conv_shape, _conv_cost, _conv_formula, _conv_params,
     saves=lambda ctx: Saves(inputs=(0,)), channel=_conv_channel, channel_field="out_channels",
     doc="2-d convolution; in_channels follow from the input", torch="nn.Conv2d",
-    work=_conv_work, cpu_alloc=_conv_alloc, follow=_depthwise_follow))
+    work=_conv_work, cpu_alloc=_conv_alloc, follow=_depthwise_follow,
+    to_torch=_as_module("Conv2d", _in_channels), imports=_modules(_conv_import, "Conv2d")))
 
 
 def _convt_shape(ctx: Ctx):
@@ -249,13 +306,21 @@ def _convt_formula(ctx: Ctx, batch: int) -> list[FormulaLine]:
                              [c, h, w, ctx["out_channels"] // ctx["groups"], kh, kw], batch)
 
 
+def _convt_import(c, n, m):
+    return c.emit(n.target, "conv_transpose2d", [c.ref(n.args[0])], out_channels=m.out_channels,
+                  kernel_size=c.pair(m.kernel_size), stride=c.pair(m.stride), padding=c.pair(m.padding),
+                  output_padding=c.pair(m.output_padding), dilation=c.pair(m.dilation), groups=m.groups,
+                  bias=m.bias is not None)
+
+
 register(OpRule(
     "conv_transpose2d", "conv",
     (Attr("out_channels", "pos"), Attr("kernel_size", "pair"), Attr("stride", "pair", 1), Attr("padding", "pair0", 0),
      Attr("output_padding", "pair0", 0), Attr("dilation", "pair", 1), Attr("groups", "pos", 1), Attr("bias", "bool", True)),
     _convt_shape, _convt_cost, _convt_formula, _convt_params,
     saves=lambda ctx: Saves(inputs=(0,)), channel="new", channel_field="out_channels",
-    doc="2-d transposed convolution", torch="nn.ConvTranspose2d", work=_conv_work))
+    doc="2-d transposed convolution", torch="nn.ConvTranspose2d", work=_conv_work,
+    to_torch=_as_module("ConvTranspose2d", _in_channels), imports=_modules(_convt_import, "ConvTranspose2d")))
 
 
 # == linear =======================================================================================================
@@ -290,12 +355,25 @@ def _linear_formula(ctx: Ctx, batch: int) -> list[FormulaLine]:
     return lines
 
 
+def _linear_import(c, n, m):
+    return c.emit(n.target, "linear", [c.ref(n.args[0])], out_features=m.out_features, bias=m.bias is not None)
+
+
+def _linear_call(c, n):
+    """F.linear(x, weight, bias): the weight and bias are constants, counted as this node's parameters."""
+    weight, bias = c.arg(n, 1, "weight"), c.arg(n, 2, "bias")
+    out_features = c.value(weight).shape[0]
+    c.claim([weight, bias])
+    return c.emit(c.scoped(n), "linear", [c.ref(n.args[0])], out_features=out_features, bias=bias is not None)
+
+
 register(OpRule(
     "linear", "linear", (Attr("out_features", "pos"), Attr("bias", "bool", True)),
     _linear_shape, _linear_cost, _linear_formula, _linear_params,
     saves=lambda ctx: Saves(inputs=(0,)), channel="new", channel_field="out_features",
     doc="y = x·Wᵀ + b on the last dimension of any-rank input; in_features follow from the input", torch="nn.Linear",
-    work="linear"))
+    work="linear", to_torch=_as_module("Linear", lambda n: {"in_features": n.in_shapes[0][-1]}),
+    imports=_modules(_linear_import, "Linear") + _calls(_linear_call, "torch.nn.functional.linear")))
 
 
 # == matmul and attention =========================================================================================
@@ -333,11 +411,24 @@ def _matmul_formula(ctx: Ctx, batch: int) -> list[FormulaLine]:
     return _macs_flops_lines(["batch dims", "M", "K", "P"], [numel(ctx.out[:-2]), a[-2], a[-1], b[-1]], batch)
 
 
+def _same_rank(n, xs: list[str]) -> list[str]:
+    """Insert singleton dims after the batch so every input has the same rank (the engine broadcasts per sample;
+    ``torch.matmul`` alone would align the batch of one input with a per-sample dim of the other)."""
+    rank = max(len(s) for s in n.in_shapes)
+    return [x if len(s) == rank else f"{x}[:, {', '.join(['None'] * (rank - len(s)))}]"
+            for x, s in zip(xs, n.in_shapes)]
+
+
+def _matmul_import(c, n):
+    return c.emit(c.scoped(n), "matmul", [c.ref(n.args[0]), c.ref(n.args[1])])
+
+
 register(OpRule(
     "matmul", "matmul", (), _matmul_shape, _matmul_cost, _matmul_formula,
     saves=lambda ctx: Saves(inputs=(0, 1)), arity=(2, 2),
     doc="batched matrix product [N, …, M, K] @ [N, …, K, P] (torch.matmul / bmm)", torch="torch.matmul",
-    work="linear"))
+    work="linear", to_torch=lambda n, xs: TorchExpr(f"torch.matmul({', '.join(_same_rank(n, xs))})"),
+    imports=_calls(_matmul_import, "operator.matmul", "torch.matmul", "torch.bmm", "matmul")))
 
 
 def _sdpa_shape(ctx: Ctx):
@@ -383,11 +474,23 @@ def _sdpa_formula(ctx: Ctx, batch: int) -> list[FormulaLine]:
     return [macs, macs2, sm, FormulaLine("FLOPs", "2 × MACs + softmax", f"2 × {_n(macs.value + macs2.value)} + {_n(sm.value)}", total)]
 
 
+def _sdpa_torch(n, xs):
+    causal = ", is_causal=True" if n.attrs["is_causal"] else ""
+    return TorchExpr(f"F.scaled_dot_product_attention({', '.join(_same_rank(n, xs))}{causal})")
+
+
+def _sdpa_import(c, n):
+    if c.value(n.kwargs.get("attn_mask")) is not None:
+        c.warn(f"{n.name}: the attention mask is not costed")
+    return c.emit(c.scoped(n), "sdpa", [c.ref(a) for a in n.args[:3]], is_causal=bool(n.kwargs.get("is_causal", False)))
+
+
 register(OpRule(
     "sdpa", "attention", (Attr("is_causal", "bool", False),), _sdpa_shape, _sdpa_cost, _sdpa_formula,
     saves=lambda ctx: Saves(inputs=(0, 1, 2), output=True), arity=(3, 3),
     doc="scaled dot-product attention softmax(Q·Kᵀ/√E)·V; causal masking is counted as full (no skipped work)",
-    torch="F.scaled_dot_product_attention", work="linear"))
+    torch="F.scaled_dot_product_attention", work="linear", to_torch=_sdpa_torch,
+    imports=_calls(_sdpa_import, "torch.nn.functional.scaled_dot_product_attention")))
 
 
 # == elementwise: activations, dropout, identity ==================================================================
@@ -410,6 +513,73 @@ _UNARY = {
 # ``inplace=True`` (nn.ReLU(inplace=True), F.relu_, x += y) overwrites input 0: the CPU allocates no output
 _INPLACE = Attr("inplace", "bool", False, doc="overwrites its first input (no new output tensor on the CPU)")
 _IN_PLACE_CAPABLE = ("relu", "relu6", "silu", "hardswish", "hardsigmoid")
+
+
+def _activation(kind: str, *calls: str, in_place: tuple[str, ...] = ()) -> tuple[Importer, ...]:
+    """Its ``nn`` module (the table's torch column) and ``calls``, in place when the module or the call says so
+    (``nn.ReLU(inplace=True)``, ``F.relu(x, inplace=True)``), and the ``in_place`` calls, which always are
+    (``torch.relu_``, ``x.relu_()``)."""
+    capable = kind in _IN_PLACE_CAPABLE
+
+    def module(c, n, m):
+        return c.emit(n.target, kind, [c.ref(n.args[0])], inplace=getattr(m, "inplace", False) or None)
+
+    def call(c, n):
+        inplace = capable and c.value(c.arg(n, 1, "inplace", False))
+        return c.emit(c.scoped(n), kind, [c.ref(n.args[0])], inplace=inplace or None)
+
+    def always(c, n):
+        return c.emit(c.scoped(n), kind, [c.ref(n.args[0])], inplace=True)
+
+    return _modules(module, _UNARY[kind][3].removeprefix("nn.")) + _calls(call, *calls) + _calls(always, *in_place)
+
+
+def _gelu_import(c, n, m):
+    return c.emit(n.target, "gelu", [c.ref(n.args[0])], approximate=m.approximate)
+
+
+def _gelu_call(c, n):
+    return c.emit(c.scoped(n), "gelu", [c.ref(n.args[0])], approximate=c.value(n.kwargs.get("approximate", "none")))
+
+
+def _dropout_import(c, n, m):
+    return c.emit(n.target, "dropout", [c.ref(n.args[0])], p=float(m.p))
+
+
+def _dropout_call(c, n):
+    return c.emit(c.scoped(n), "dropout", [c.ref(n.args[0])], p=float(c.value(c.arg(n, 1, "p", 0.5))))
+
+
+def _identity_import(c, n, m):
+    return c.emit(n.target, "identity", [c.ref(n.args[0])])
+
+
+def _identity_call(c, n):
+    """x.contiguous(); torchvision's stochastic_depth, the identity at inference."""
+    return c.emit(c.scoped(n), "identity", [c.ref(n.args[0])])
+
+
+def _expand_import(c, n):
+    if tuple(c.value(n.args[0]).shape[1:]) == c.out_shape(n):
+        return c.emit(c.scoped(n), "identity", [c.ref(n.args[0])])
+    raise c.unsupported(n, "expand that changes per-sample dims")
+
+
+_UNARY_IMPORTS = {
+    "relu": _activation("relu", "torch.relu", "torch.nn.functional.relu", "relu", in_place=("torch.relu_", "relu_")),
+    "relu6": _activation("relu6", "torch.nn.functional.relu6"),
+    "sigmoid": _activation("sigmoid", "torch.sigmoid", "torch.nn.functional.sigmoid", "sigmoid"),
+    "tanh": _activation("tanh", "torch.tanh", "torch.nn.functional.tanh"),
+    "gelu": _modules(_gelu_import, "GELU") + _calls(_gelu_call, "torch.nn.functional.gelu", "gelu"),
+    "silu": _activation("silu", "torch.nn.functional.silu"),
+    "hardswish": _activation("hardswish", "torch.nn.functional.hardswish"),
+    "hardsigmoid": _activation("hardsigmoid", "torch.nn.functional.hardsigmoid"),
+    "dropout": _modules(_dropout_import, "Dropout", "Dropout2d", "AlphaDropout")
+    + _calls(_dropout_call, "torch.nn.functional.dropout", "torch.dropout"),
+    "identity": _modules(_identity_import, "Identity")
+    + _calls(_identity_call, "torchvision.ops.stochastic_depth.stochastic_depth", "contiguous")
+    + _calls(_expand_import, "expand"),
+}
 
 
 def _unary_factory(kind: str, fwd: int, bwd: int, saves: str, torch: str, how: str) -> OpRule:
@@ -438,7 +608,8 @@ def _unary_factory(kind: str, fwd: int, bwd: int, saves: str, torch: str, how: s
     return OpRule(kind, "shape" if view else "activation", attrs,
                   shape=lambda ctx: ctx.x, cost=cost, formula=formula, saves=save, channel="pass",
                   alias=view, copies_in_training=kind == "dropout", doc=how, torch=torch,
-                  work="shape" if view else "elementwise", fusion="none" if view else "epilogue")
+                  work="shape" if view else "elementwise", fusion="none" if view else "epilogue",
+                  to_torch=_as_module(torch.removeprefix("nn.")), imports=_UNARY_IMPORTS[kind])
 
 
 for _k, _spec in _UNARY.items():
@@ -450,7 +621,7 @@ def _softmax_shape(ctx: Ctx):
     return ctx.x
 
 
-def _softmax_factory(kind: str, torch: str, fwd_how: str, bwd_how: str) -> OpRule:
+def _softmax_factory(kind: str, torch: str, fwd_how: str, bwd_how: str, calls: tuple[str, ...]) -> OpRule:
     fwd, bwd = 5, 4
 
     def cost(ctx: Ctx) -> Cost:
@@ -460,13 +631,24 @@ def _softmax_factory(kind: str, torch: str, fwd_how: str, bwd_how: str) -> OpRul
     def formula(ctx: Ctx, batch: int) -> list[FormulaLine]:
         return [_mul_formula("FLOPs", ["N", "elements"], [batch, numel(ctx.out)], fwd, f"5 ({fwd_how})")]
 
+    def module(c, n, m):
+        return c.emit(n.target, kind, [c.ref(n.args[0])], dim=m.dim if m.dim is not None else -1)
+
+    def call(c, n):
+        dim = c.value(c.arg(n, 1, "dim"))
+        return c.emit(c.scoped(n), kind, [c.ref(n.args[0])], dim=dim if dim is not None else -1)
+
+    cls = torch.removeprefix("nn.")
     return OpRule(kind, "activation", (Attr("dim", "int", -1),), _softmax_shape, cost, formula,
                   saves=lambda ctx: Saves(output=True), channel="pass", doc=f"{fwd_how}; backward {bwd_how}", torch=torch,
-                  work="elementwise", fusion="epilogue")
+                  work="elementwise", fusion="epilogue", to_torch=_as_module(cls),
+                  imports=_modules(module, cls) + _calls(call, *calls))
 
 
-register(_softmax_factory("softmax", "nn.Softmax", "max, subtract, exp, sum, divide", "y·(g − Σg·y)"))
-register(_softmax_factory("log_softmax", "nn.LogSoftmax", "max, subtract, exp, sum, log-subtract", "g − exp(y)·Σg"))
+register(_softmax_factory("softmax", "nn.Softmax", "max, subtract, exp, sum, divide", "y·(g − Σg·y)",
+                          ("torch.softmax", "torch.nn.functional.softmax", "softmax")))
+register(_softmax_factory("log_softmax", "nn.LogSoftmax", "max, subtract, exp, sum, log-subtract", "g − exp(y)·Σg",
+                          ("torch.log_softmax", "torch.nn.functional.log_softmax")))
 
 
 # == normalisation ================================================================================================
@@ -509,6 +691,21 @@ def _bn_formula(ctx: Ctx, batch: int) -> list[FormulaLine]:
             FormulaLine("buffers", "2·C (running mean, var)", f"2·{c}", _bn_params(ctx).buffers)]
 
 
+_BATCH_NORM_BY_RANK = {1: "BatchNorm1d", 2: "BatchNorm1d", 3: "BatchNorm2d", 4: "BatchNorm3d"}   # per-sample rank
+
+
+def _bn_torch(n, xs):
+    rank = len(n.in_shapes[0])
+    if rank not in _BATCH_NORM_BY_RANK:
+        raise cannot_convert(n, f"torch has BatchNorm1d/2d/3d for 2- to 5-d inputs, this one is {rank + 1}-d")
+    return TorchModule(_BATCH_NORM_BY_RANK[rank], _pick(n, *n.attrs, num_features=n.in_shapes[0][0]))
+
+
+def _bn_import(c, n, m):
+    return c.emit(n.target, "batch_norm", [c.ref(n.args[0])], eps=m.eps, momentum=m.momentum, affine=m.affine,
+                  track_running_stats=m.track_running_stats)
+
+
 register(OpRule(
     "batch_norm", "norm",
     (Attr("eps", "float", 1e-5), Attr("momentum", "float", 0.1), Attr("affine", "bool", True),
@@ -516,7 +713,7 @@ register(OpRule(
     _bn_shape, _bn_cost, _bn_formula, _bn_params,
     saves=lambda ctx: Saves(inputs=(0,), fixed_bytes=2 * 4 * ctx.x[0]), channel="pass",
     doc="batch normalisation over dim 1 (BatchNorm1d/2d); num_features follow from the input", torch="nn.BatchNorm2d",
-    work="elementwise", fusion="epilogue"))
+    work="elementwise", fusion="epilogue", to_torch=_bn_torch, imports=_modules(_bn_import, "BatchNorm1d", "BatchNorm2d")))
 
 
 # LayerNorm / GroupNorm compute statistics at inference too: mean (1), variance (subtract, square, add: 3),
@@ -544,6 +741,27 @@ def _ln_formula(ctx: Ctx, batch: int) -> list[FormulaLine]:
     return [_mul_formula("FLOPs", ["N", "elements"], [batch, numel(ctx.x)], k, f"{k} (statistics 4, normalise 2, affine 2)")]
 
 
+def _ln_torch(n, xs):
+    k = n.attrs["normalized_ndim"]
+    trailing = n.in_shapes[0][-k:]
+    return TorchModule("LayerNorm", _pick(n, "eps", "elementwise_affine", "bias",
+                                          normalized_shape=trailing[0] if k == 1 else trailing))
+
+
+def _ln_import(c, n, m):
+    return c.emit(n.target, "layer_norm", [c.ref(n.args[0])], normalized_ndim=len(m.normalized_shape), eps=m.eps,
+                  elementwise_affine=m.elementwise_affine, bias=getattr(m, "bias", None) is not None)
+
+
+def _ln_call(c, n):
+    """F.layer_norm(x, normalized_shape, weight, bias, eps): the weight and bias are constants, counted here."""
+    shape = c.value(c.arg(n, 1, "normalized_shape"))
+    w, b = c.arg(n, 2, "weight"), c.arg(n, 3, "bias")
+    c.claim([w, b])
+    return c.emit(c.scoped(n), "layer_norm", [c.ref(n.args[0])], normalized_ndim=len(shape),
+                  eps=float(c.value(c.arg(n, 4, "eps", 1e-5))), elementwise_affine=w is not None, bias=b is not None)
+
+
 register(OpRule(
     "layer_norm", "norm",
     (Attr("normalized_ndim", "pos", 1, doc="how many trailing dims are normalised"), Attr("eps", "float", 1e-5),
@@ -551,7 +769,8 @@ register(OpRule(
     _ln_shape, lambda ctx: _stat_norm_cost(ctx, ctx["elementwise_affine"]), _ln_formula, _ln_params,
     saves=lambda ctx: Saves(inputs=(0,), extra_bytes=2 * 4 * numel(ctx.x[:len(ctx.x) - ctx["normalized_ndim"]])),
     channel="pass", doc="layer normalisation over the trailing dims; normalized_shape follows from the input",
-    torch="nn.LayerNorm", work="elementwise", fusion="epilogue"))
+    torch="nn.LayerNorm", work="elementwise", fusion="epilogue", to_torch=_ln_torch,
+    imports=_modules(_ln_import, "LayerNorm") + _calls(_ln_call, "torch.nn.functional.layer_norm", "torch.layer_norm")))
 
 
 def _gn_shape(ctx: Ctx):
@@ -562,6 +781,10 @@ def _gn_shape(ctx: Ctx):
     return ctx.x
 
 
+def _gn_import(c, n, m):
+    return c.emit(n.target, "group_norm", [c.ref(n.args[0])], num_groups=m.num_groups, eps=m.eps, affine=m.affine)
+
+
 register(OpRule(
     "group_norm", "norm", (Attr("num_groups", "pos"), Attr("eps", "float", 1e-5), Attr("affine", "bool", True)),
     _gn_shape, lambda ctx: _stat_norm_cost(ctx, ctx["affine"]),
@@ -569,7 +792,8 @@ register(OpRule(
     lambda ctx: Params(trainable=2 * ctx.x[0] if ctx["affine"] else 0),
     saves=lambda ctx: Saves(inputs=(0,), extra_bytes=2 * 4 * ctx["num_groups"]), channel="pass",
     doc="group normalisation; num_channels follow from the input", torch="nn.GroupNorm", work="elementwise",
-    fusion="epilogue"))
+    fusion="epilogue", to_torch=_as_module("GroupNorm", lambda n: {"num_channels": n.in_shapes[0][0]}),
+    imports=_modules(_gn_import, "GroupNorm")))
 
 
 # == pooling ======================================================================================================
@@ -599,7 +823,7 @@ def _max_pool_alloc(ctx: Ctx, batch: int, act_bytes: int, weight_bytes: int) -> 
     return (("out",), ("alloc", numel(ctx.out) * batch * 8), ("free", 0))
 
 
-def _pool_factory(kind: str, torch: str, is_max: bool) -> OpRule:
+def _pool_factory(kind: str, torch: str, is_max: bool, calls: tuple[str, ...]) -> OpRule:
     attrs = [Attr("kernel_size", "pair"), Attr("stride", "opt_pair_stride", None, doc="default: kernel_size"),
              Attr("padding", "pair0", 0), Attr("ceil_mode", "bool", False)]
     if is_max:
@@ -625,12 +849,35 @@ def _pool_factory(kind: str, torch: str, is_max: bool) -> OpRule:
         # max pooling keeps its input and int64 argmax indices (8 bytes per output); average pooling its input
         return Saves(inputs=(0,), extra_bytes=8 * numel(ctx.out)) if is_max else Saves(inputs=(0,))
 
+    def module(c, n, m):
+        extra = dict(dilation=c.pair(m.dilation)) if is_max else \
+            dict(count_include_pad=m.count_include_pad, divisor_override=m.divisor_override)
+        return c.emit(n.target, kind, [c.ref(n.args[0])], kernel_size=c.pair(m.kernel_size),
+                      stride=c.pair(m.stride) if m.stride is not None else None, padding=c.pair(m.padding),
+                      ceil_mode=m.ceil_mode, **extra)
+
+    def call(c, n):
+        """F.max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode) / F.avg_pool2d(x, kernel_size,
+        stride, padding, ceil_mode, count_include_pad)."""
+        stride = c.value(c.arg(n, 2, "stride"))
+        attrs = dict(kernel_size=c.pair(c.value(c.arg(n, 1, "kernel_size"))), stride=c.pair(stride) if stride else None,
+                     padding=c.pair(c.value(c.arg(n, 3, "padding", 0))))
+        if is_max:
+            attrs.update(dilation=c.pair(c.value(c.arg(n, 4, "dilation", 1))),
+                         ceil_mode=bool(c.value(c.arg(n, 5, "ceil_mode", False))))
+        else:
+            attrs.update(ceil_mode=bool(c.value(c.arg(n, 4, "ceil_mode", False))),
+                         count_include_pad=bool(c.value(c.arg(n, 5, "count_include_pad", True))))
+        return c.emit(c.scoped(n), kind, [c.ref(n.args[0])], **attrs)
+
+    cls = torch.removeprefix("nn.")
     return OpRule(kind, "pool", tuple(attrs), _pool_shape, cost, formula, saves=saves, channel="pass", torch=torch,
-                  work=_pool_work, cpu_alloc=_max_pool_alloc if is_max else _allocates_output)
+                  work=_pool_work, cpu_alloc=_max_pool_alloc if is_max else _allocates_output, to_torch=_as_module(cls),
+                  imports=_modules(module, cls) + _calls(call, *calls))
 
 
-register(_pool_factory("max_pool2d", "nn.MaxPool2d", True))
-register(_pool_factory("avg_pool2d", "nn.AvgPool2d", False))
+register(_pool_factory("max_pool2d", "nn.MaxPool2d", True, ("torch.nn.functional.max_pool2d", "torch.max_pool2d")))
+register(_pool_factory("avg_pool2d", "nn.AvgPool2d", False, ("torch.nn.functional.avg_pool2d",)))
 
 
 def _adaptive_bins(size: int, out: int) -> int:
@@ -671,8 +918,16 @@ def _adaptive_factory(kind: str, torch: str, is_max: bool) -> OpRule:
         # (AdaptiveAvgPool2DBackward0 saves self: VGG's 7×7 and AlexNet's 6×6 heads)
         return Saves() if tuple(ctx.out[1:]) == (1, 1) else Saves(inputs=(0,))
 
+    def module(c, n, m):
+        return c.emit(n.target, kind, [c.ref(n.args[0])], output_size=c.pair(m.output_size))
+
+    def call(c, n):
+        return c.emit(c.scoped(n), kind, [c.ref(n.args[0])], output_size=c.pair(c.value(c.arg(n, 1, "output_size"))))
+
+    cls = torch.removeprefix("nn.")
     return OpRule(kind, "pool", (Attr("output_size", "opt_pair"),), _adaptive_shape, cost, formula, saves=saves,
-                  channel="pass", torch=torch, work=_pool_work)
+                  channel="pass", torch=torch, work=_pool_work, to_torch=_as_module(cls),
+                  imports=_modules(module, cls) + _calls(call, f"torch.nn.functional.{kind}"))
 
 
 register(_adaptive_factory("adaptive_avg_pool2d", "nn.AdaptiveAvgPool2d", False))
@@ -712,13 +967,33 @@ def _interp_cost(ctx: Ctx) -> Cost:
     return Cost(flops=k * o, bwd_input=(max(k, 1) * o,))
 
 
+def _resize(c, n, base: str, size, scale, mode, align):
+    if size is not None:
+        size = c.pair(size)
+    elif scale is not None:
+        scale = tuple(float(s) for s in c.pair(scale))
+    return c.emit(base, "interpolate", [c.ref(n.args[0])], size=size, scale_factor=scale, mode=mode,
+                  align_corners=align if mode != "nearest" else None)
+
+
+def _upsample_import(c, n, m):
+    return _resize(c, n, n.target, m.size, m.scale_factor, m.mode, m.align_corners)
+
+
+def _interpolate_call(c, n):
+    return _resize(c, n, c.scoped(n), *(c.value(c.arg(n, i, k, d)) for i, k, d in
+                                        ((1, "size", None), (2, "scale_factor", None), (3, "mode", "nearest"),
+                                         (4, "align_corners", None))))
+
+
 register(OpRule(
     "interpolate", "pool",
     (Attr("size", "any", None), Attr("scale_factor", "any", None), Attr("mode", "choice", "nearest", ("nearest", "bilinear", "bicubic")),
      Attr("align_corners", "opt_bool", None)),
     _interp_shape, _interp_cost,
     lambda ctx, batch: [_mul_formula("FLOPs", ["N", "outputs"], [batch, numel(ctx.out)], _INTERP_FLOPS[ctx["mode"]], ctx["mode"])],
-    channel="pass", doc="upsample / interpolate", torch="F.interpolate", work=_pool_work))
+    channel="pass", doc="upsample / interpolate", torch="F.interpolate", work=_pool_work, to_torch=_as_module("Upsample"),
+    imports=_modules(_upsample_import, "Upsample") + _calls(_interpolate_call, "torch.nn.functional.interpolate")))
 
 
 # == multi-input elementwise ======================================================================================
@@ -740,7 +1015,8 @@ def _bin_shape(ctx: Ctx):
     return out
 
 
-def _bin_factory(kind: str, torch: str) -> OpRule:
+def _bin_factory(kind: str, torch: str, symbol: str, calls: tuple[str, ...], in_place: tuple[str, ...]) -> OpRule:
+    """``calls`` import to it; ``in_place`` ones (``out += x``, ``x.add_(y)``) write into a tensor first operand."""
     def cost(ctx: Ctx) -> Cost:
         o = numel(ctx.out)
         ops = max(len(ctx.ins) - 1, 1)
@@ -756,15 +1032,40 @@ def _bin_factory(kind: str, torch: str) -> OpRule:
         return [_mul_formula("FLOPs", ["N", "elements"], [batch, numel(ctx.out)], ops, f"{ops} (inputs − 1)")]
 
     saves = (lambda ctx: Saves(inputs=tuple(range(len(ctx.ins))))) if kind in ("mul", "div") else (lambda ctx: Saves())
+
+    def to_torch(n, xs):
+        # an in-place node (out += x) is written out of place: the same numbers, and no tensor that a later node
+        # might read is overwritten
+        terms = list(xs) + ([repr(n.attrs["scalar"])] if n.attrs["scalar"] is not None else [])
+        return TorchExpr(f" {symbol} ".join(terms))
+
+    def handler(in_place: bool):
+        def h(c, n):
+            a, b = n.args[0], c.arg(n, 1, "other")
+            tensors = [x for x in (a, b) if c.is_tensor(x)]
+            inplace = True if in_place and c.is_tensor(a) else None
+            if len(tensors) == 2:
+                rank = max(c.value(a).dim(), c.value(b).dim())
+                return c.emit(c.scoped(n), kind, [c.ref(a, rank), c.ref(b, rank)], inplace=inplace)
+            scalar = b if tensors[0] is a else a
+            value = float(c.value(scalar))
+            if kind in ("sub", "div") and scalar is a:
+                raise c.unsupported(n, f"a scalar {'minus' if kind == 'sub' else 'divided by'} a tensor")
+            return c.emit(c.scoped(n), kind, [c.ref(tensors[0])], scalar=value, inplace=inplace)
+        return h
+
     return OpRule(kind, "elementwise", (Attr("scalar", "opt_float", None), _INPLACE), _bin_shape, cost, formula,
                   saves=saves, arity=(1, None), channel="unify", doc=f"elementwise {kind} with broadcasting", torch=torch,
-                  work="elementwise", fusion="operand")
+                  work="elementwise", fusion="operand", to_torch=to_torch,
+                  imports=_calls(handler(False), *calls) + _calls(handler(True), *in_place))
 
 
-register(_bin_factory("add", "torch.add"))
-register(_bin_factory("mul", "torch.mul"))
-register(_bin_factory("sub", "torch.sub"))      # costed as add
-register(_bin_factory("div", "torch.div"))      # costed as mul (one divide per element)
+register(_bin_factory("add", "torch.add", "+", ("operator.add", "torch.add", "add"), ("operator.iadd", "add_")))
+register(_bin_factory("mul", "torch.mul", "*", ("operator.mul", "torch.mul", "mul"), ("operator.imul", "mul_")))
+register(_bin_factory("sub", "torch.sub", "-", ("operator.sub", "torch.sub", "sub"),      # costed as add
+                      ("operator.isub", "sub_")))
+register(_bin_factory("div", "torch.div", "/", ("operator.truediv", "torch.div", "div"),  # costed as mul
+                      ("operator.itruediv", "div_")))
 
 
 def _concat_shape(ctx: Ctx):
@@ -777,11 +1078,20 @@ def _concat_shape(ctx: Ctx):
     return ctx.x[:d] + (sum(s[d] for s in ctx.ins),) + ctx.x[d + 1:]
 
 
+def _concat_import(c, n):
+    tensors = c.arg(n, 0, "tensors")
+    dim = c.value(c.arg(n, 1, "dim", 0))
+    rank = c.value(n).dim()
+    return c.emit(c.scoped(n), "concat", [c.ref(t, rank) for t in tensors], dim=dim)
+
+
 register(OpRule(
     "concat", "shape", (Attr("dim", "int", 1),), _concat_shape,
     lambda ctx: Cost(bwd_input=tuple(0 for _ in ctx.ins)),
     lambda ctx, batch: [FormulaLine("FLOPs", "0 (a copy)", "0", 0)], arity=(1, None),
-    doc="torch.cat", torch="torch.cat", work="shape"))
+    doc="torch.cat", torch="torch.cat", work="shape",
+    to_torch=lambda n, xs: TorchExpr(f"torch.cat([{', '.join(xs)}], dim={n.attrs['dim']})"),
+    imports=_calls(_concat_import, "torch.cat", "torch.concat")))
 
 
 # == shape ops (no arithmetic) ====================================================================================
@@ -803,9 +1113,19 @@ def _flatten_shape(ctx: Ctx):
     return ctx.x[:s] + (numel(ctx.x[s:e + 1]),) + ctx.x[e + 1:]
 
 
+def _flatten_import(c, n, m):
+    return c.emit(n.target, "flatten", [c.ref(n.args[0])], start_dim=m.start_dim, end_dim=m.end_dim)
+
+
+def _flatten_call(c, n):
+    return c.emit(c.scoped(n), "flatten", [c.ref(n.args[0])], start_dim=c.value(c.arg(n, 1, "start_dim", 0)),
+                  end_dim=c.value(c.arg(n, 2, "end_dim", -1)))
+
+
 register(OpRule("flatten", "shape", (Attr("start_dim", "int", 1), Attr("end_dim", "int", -1)), _flatten_shape,
                 _zero_cost, _zero_formula, alias=True, doc="torch.flatten / nn.Flatten", torch="nn.Flatten",
-                work="shape"))
+                work="shape", to_torch=_as_module("Flatten"),
+                imports=_modules(_flatten_import, "Flatten") + _calls(_flatten_call, "torch.flatten", "flatten")))
 
 
 def _reshape_shape(ctx: Ctx):
@@ -826,10 +1146,20 @@ def _reshape_shape(ctx: Ctx):
     return tuple(target)
 
 
+def _reshape_torch(n, xs):
+    """The batch is kept: ``x.reshape(x.shape[0], *shape)``."""
+    return TorchExpr(f"{xs[0]}.reshape({xs[0]}.shape[0], {', '.join(map(str, n.out_shape))})")
+
+
+def _reshape_import(c, n):
+    return c.emit(c.scoped(n), "reshape", [c.ref(n.args[0])], shape=c.out_shape(n))
+
+
 register(OpRule("reshape", "shape", (Attr("shape", "ints", doc="per-sample target shape, batch excluded"),),
                 _reshape_shape, _zero_cost, _zero_formula, alias=True,
                 doc="view/reshape; the batch stays dim 0 (x.view(-1, 320) is shape [320])", torch="Tensor.view",
-                work="shape"))
+                work="shape", to_torch=_reshape_torch,
+                imports=_calls(_reshape_import, "torch.reshape", "view", "reshape", "unsqueeze", "squeeze")))
 
 
 def _permute_shape(ctx: Ctx):
@@ -844,8 +1174,16 @@ def _permute_shape(ctx: Ctx):
     return tuple(full[d] for d in norm[1:])
 
 
+def _permute_import(c, n):
+    dims = c.value(c.arg(n, 1, "dims"))
+    dims = n.args[1:] if len(n.args) > 2 or not isinstance(dims, (list, tuple)) else dims
+    return c.emit(c.scoped(n), "permute", [c.ref(n.args[0])], dims=tuple(c.value(d) for d in dims))
+
+
 register(OpRule("permute", "shape", (Attr("dims", "ints"),), _permute_shape, _zero_cost, _zero_formula, alias=True,
-                doc="permute dims (batch stays dim 0)", torch="Tensor.permute", work="shape"))
+                doc="permute dims (batch stays dim 0)", torch="Tensor.permute", work="shape",
+                to_torch=lambda n, xs: TorchExpr(f"{xs[0]}.permute({', '.join(map(str, n.attrs['dims']))})"),
+                imports=_calls(_permute_import, "torch.permute", "permute")))
 
 
 def _transpose_shape(ctx: Ctx):
@@ -857,8 +1195,15 @@ def _transpose_shape(ctx: Ctx):
     return tuple(s)
 
 
+def _transpose_import(c, n):
+    return c.emit(c.scoped(n), "transpose", [c.ref(n.args[0])], dim0=c.value(c.arg(n, 1, "dim0")),
+                  dim1=c.value(c.arg(n, 2, "dim1")))
+
+
 register(OpRule("transpose", "shape", (Attr("dim0", "int"), Attr("dim1", "int")), _transpose_shape, _zero_cost,
-                _zero_formula, alias=True, torch="Tensor.transpose", work="shape"))
+                _zero_formula, alias=True, torch="Tensor.transpose", work="shape",
+                to_torch=lambda n, xs: TorchExpr(f"{xs[0]}.transpose({n.attrs['dim0']}, {n.attrs['dim1']})"),
+                imports=_calls(_transpose_import, "torch.transpose", "torch.swapaxes", "transpose", "swapaxes")))
 
 
 def _shuffle_shape(ctx: Ctx):
@@ -869,8 +1214,19 @@ def _shuffle_shape(ctx: Ctx):
     return ctx.x
 
 
+def _shuffle_torch(n, xs):
+    if len(n.in_shapes[0]) < 2:
+        raise cannot_convert(n, "nn.ChannelShuffle needs an input of 3 or more dims [N, C, …], this one is 2-d")
+    return TorchModule("ChannelShuffle", _pick(n, "groups"))
+
+
+def _shuffle_import(c, n, m):
+    return c.emit(n.target, "channel_shuffle", [c.ref(n.args[0])], groups=m.groups)
+
+
 register(OpRule("channel_shuffle", "shape", (Attr("groups", "pos"),), _shuffle_shape, _zero_cost, _zero_formula,
-                channel="pass", doc="ShuffleNet channel shuffle (a copy)", torch="nn.ChannelShuffle", work="shape"))
+                channel="pass", doc="ShuffleNet channel shuffle (a copy)", torch="nn.ChannelShuffle", work="shape",
+                to_torch=_shuffle_torch, imports=_modules(_shuffle_import, "ChannelShuffle")))
 
 
 def _param_shape(ctx: Ctx):
@@ -888,14 +1244,23 @@ def _param_params(ctx: Ctx) -> Params:
     return Params(trainable=count) if ctx["trainable"] else Params(frozen=count)
 
 
+def _param_torch(n, xs):
+    """An ``nn.Parameter`` (or buffer) of shape [1, *shape], torchvision's class token / position embedding layout,
+    expanded over the batch; only the stored elements when the IR derives it from a table it does not describe."""
+    stored = n.attrs.get("numel")
+    return TorchParam(n.out_shape, n.attrs["trainable"], n.attrs.get("buffer", False),
+                      stored if stored is not None and stored != prod(n.out_shape) else None)
+
+
 register(OpRule("parameter", "misc",
                 (Attr("shape", "ints"), Attr("trainable", "bool", True), Attr("buffer", "bool", False),
                  Attr("numel", "opt_nonneg", None,
                       doc="elements stored, if the tensor is derived from a table (0: counted elsewhere)")),
                 _param_shape, lambda ctx: Cost(),
                 lambda ctx, batch: [FormulaLine("params", "∏ shape", _dims(ctx.out), numel(ctx.out))], _param_params,
-                arity=(0, 0), doc="a learned tensor (or buffer) broadcast over the batch: class token, position "
-                                  "embedding, layer scale", torch="nn.Parameter", work="shape"))
+                arity=(0, 0), stored=True,
+                doc="a learned tensor (or buffer) broadcast over the batch: class token, position "
+                                  "embedding, layer scale", torch="nn.Parameter", work="shape", to_torch=_param_torch))
 
 
 # == reductions, slicing, padding =================================================================================
@@ -908,11 +1273,32 @@ def _mean_shape(ctx: Ctx):
     return tuple(d for i, d in enumerate(ctx.x) if i not in dims)
 
 
+def _full_dim(n, dim: int) -> int:
+    """A dim counting the batch as 0, made non-negative."""
+    return dim + len(n.in_shapes[0]) + 1 if dim < 0 else dim
+
+
+def _mean_torch(n, xs):
+    dims = tuple(_full_dim(n, d) for d in n.attrs["dim"])
+    keep = ", keepdim=True" if n.attrs["keepdim"] else ""
+    return TorchExpr(f"{xs[0]}.mean(dim={dims!r}{keep})")
+
+
+def _mean_import(c, n):
+    dim = c.value(c.arg(n, 1, "dim"))
+    if dim is None:
+        raise c.unsupported(n, "a mean over every dim, batch included")
+    dims = tuple(dim) if isinstance(dim, (list, tuple)) else (dim,)
+    return c.emit(c.scoped(n), "mean", [c.ref(n.args[0])], dim=dims,
+                  keepdim=bool(c.value(c.arg(n, 2, "keepdim", False))))
+
+
 register(OpRule(
     "mean", "pool", (Attr("dim", "ints"), Attr("keepdim", "bool", False)), _mean_shape,
     lambda ctx: Cost(flops=numel(ctx.x), bwd_input=(numel(ctx.x),)),     # one add per input (+ the divide)
     lambda ctx, batch: [_mul_formula("FLOPs", ["N", "input elements"], [batch, numel(ctx.x)], 1, "1 (add; divide)")],
-    doc="mean over dims (torch.mean)", torch="torch.mean", work=_pool_work))
+    doc="mean over dims (torch.mean)", torch="torch.mean", work=_pool_work, to_torch=_mean_torch,
+    imports=_calls(_mean_import, "torch.mean", "mean")))
 
 
 def _slice_shape(ctx: Ctx):
@@ -931,12 +1317,86 @@ def _slice_shape(ctx: Ctx):
     return ctx.x[:d] + (n,) + ctx.x[d + 1:]
 
 
+def _slice_torch(n, xs):
+    d, start, end, step = _full_dim(n, n.attrs["dim"]), n.attrs["start"], n.attrs["end"], n.attrs["step"]
+    if n.attrs["select"]:
+        return TorchExpr(f"{xs[0]}.select({d}, {start})")
+    size = n.in_shapes[0][d - 1]
+    text = f"{start or ''}:{'' if end >= size else end}" + (f":{step}" if step != 1 else "")
+    return TorchExpr(f"{xs[0]}[{':, ' * d}{text}]")
+
+
+def _split_import(c, n):
+    """chunk / split: one slice node per piece, picked later by getitem."""
+    d = _first_dim(c, n, c.value(c.arg(n, 2, "dim", 0)))
+    src = c.ref(n.args[0])
+    names, start = [], 0
+    for i, piece in enumerate(c.value(n)):
+        size = piece.shape[d]
+        names.append(c.emit(f"{c.scoped(n)}.{i}", "slice", [src], dim=d, start=start, end=start + size))
+        start += size
+    return names
+
+
+def _getitem_import(c, n):
+    """x[:, 1:], x[..., 0]; or one piece of a split (or of a module's tuple output)."""
+    src, idx = n.args
+    r = c.result(src)
+    if isinstance(r, list):
+        picked = r[c.value(idx)]
+        if picked is None:
+            raise c.unsupported(n, "an output the IR does not model (attention weights)")
+        return picked
+    index = c.value(idx)
+    index = index if isinstance(index, tuple) else (index,)
+    name = c.ref(src)
+    rank = c.value(src).dim()
+    if Ellipsis in index:
+        at = index.index(Ellipsis)
+        index = index[:at] + (slice(None),) * (rank - len(index) + 1) + index[at + 1:]
+    removed = 0
+    for d, item in enumerate(index):
+        if d == 0:
+            if item != slice(None):
+                raise c.unbatched(n)
+            continue
+        if isinstance(item, slice):
+            if item == slice(None):
+                continue
+            s = slice(item.start or 0, item.stop if item.stop is not None else 2 ** 24, item.step or 1)
+            name = c.emit(c.scoped(n), "slice", [name], dim=d - removed, start=s.start, end=s.stop, step=s.step)
+        elif isinstance(item, int):
+            name = c.emit(c.scoped(n), "slice", [name], dim=d - removed, start=item, select=True)
+            removed += 1
+        else:
+            raise c.unsupported(n, f"indexing with {type(item).__name__}")
+    return name
+
+
+def _select_import(c, n):
+    """x.select(dim, index) / torch.select: one position along a dim, which is dropped."""
+    d, index = _first_dim(c, n, c.value(c.arg(n, 1, "dim"))), c.value(c.arg(n, 2, "index"))
+    if d == 0:
+        raise c.unbatched(n)
+    return c.emit(c.scoped(n), "slice", [c.ref(n.args[0])], dim=d, start=index, select=True)
+
+
+def _narrow_import(c, n):
+    dim, start, length = (c.value(c.arg(n, i, k)) for i, k in ((1, "dim"), (2, "start"), (3, "length")))
+    d = _first_dim(c, n, dim)
+    if d == 0:
+        raise c.unbatched(n)
+    return c.emit(c.scoped(n), "slice", [c.ref(n.args[0])], dim=d, start=start, end=start + length)
+
+
 register(OpRule(
     "slice", "shape",
     (Attr("dim", "int"), Attr("start", "int", 0), Attr("end", "int", MAX_DIM), Attr("step", "pos", 1),
      Attr("select", "bool", False, doc="index one position and drop the dim (x[:, 0])")),
     _slice_shape, _zero_cost, _zero_formula, alias=True, doc="x[..., start:end:step] or x[:, i] along one dim",
-    torch="Tensor.__getitem__", work="shape"))
+    torch="Tensor.__getitem__", work="shape", to_torch=_slice_torch,
+    imports=_calls(_getitem_import, "operator.getitem") + _calls(_split_import, "torch.chunk", "torch.split", "chunk", "split")
+    + _calls(_select_import, "torch.select", "select") + _calls(_narrow_import, "torch.narrow", "narrow")))
 
 
 def _pad_shape(ctx: Ctx):
@@ -952,10 +1412,46 @@ def _pad_shape(ctx: Ctx):
     return tuple(out)
 
 
+def _pad_import(c, n):
+    pads = tuple(int(p) for p in c.value(c.arg(n, 1, "pad")))
+    mode = c.value(c.arg(n, 2, "mode", "constant"))
+    if mode != "constant":
+        c.warn(f"{n.name}: F.pad mode '{mode}' is costed as a copy")
+    return c.emit(c.scoped(n), "pad", [c.ref(n.args[0])], pad=pads)
+
+
+def _patch_merging_pad(c, n):
+    """torchvision's Swin patch merging: pad H, W to even, then gather 2×2 neighbours into channels
+    ([N, H, W, C] → [N, H/2, W/2, 4C]): a pad and a space-to-depth copy, no arithmetic."""
+    h, w, ch = c.value(n.args[0]).shape[1:]
+    ph, pw = h + h % 2, w + w % 2
+    base = c.scoped(n)
+    x = c.emit(f"{base}.pad", "pad", [c.ref(n.args[0])], pad=(0, 0, 0, pw - w, 0, ph - h))
+    x = c.emit(f"{base}.split", "reshape", [x], shape=(ph // 2, 2, pw // 2, 2, ch))
+    # torchvision concatenates x[0::2, 0::2], x[1::2, 0::2], x[0::2, 1::2], x[1::2, 1::2]: the channel block is
+    # (w offset, h offset), so [N, h, 2 (h off), w, 2 (w off), C] → [N, h, w, w off, h off, C]
+    x = c.emit(f"{base}.gather", "permute", [x], dims=(0, 1, 3, 4, 2, 5))
+    return c.emit(c.scoped(n), "reshape", [x], shape=(ph // 2, pw // 2, 4 * ch))
+
+
 register(OpRule("pad", "shape", (Attr("pad", "ints"),), _pad_shape, _zero_cost, _zero_formula,
-                channel="none", doc="constant padding (F.pad), a copy", torch="F.pad", work="shape"))
+                channel="none", doc="constant padding (F.pad), a copy", torch="F.pad", work="shape",
+                to_torch=lambda n, xs: TorchExpr(f"F.pad({xs[0]}, {n.attrs['pad']!r})"),
+                imports=_calls(_pad_import, "torch.nn.functional.pad")
+                + _calls(_patch_merging_pad, "torchvision.models.swin_transformer._patch_merging_pad")))
+
+
+def _roll_import(c, n):
+    shifts, dims = c.value(c.arg(n, 1, "shifts")), c.value(c.arg(n, 2, "dims"))
+    return c.emit(c.scoped(n), "roll", [c.ref(n.args[0])], shifts=tuple(c.pair(shifts)) if not isinstance(shifts, int)
+                  else (shifts,), dims=tuple(dims) if isinstance(dims, (list, tuple)) else (dims,))
+
+
 register(OpRule("roll", "shape", (Attr("shifts", "ints"), Attr("dims", "ints")), lambda ctx: ctx.x, _zero_cost,
-                _zero_formula, channel="pass", doc="torch.roll, a copy", torch="torch.roll", work="shape"))
+                _zero_formula, channel="pass", doc="torch.roll, a copy", torch="torch.roll", work="shape",
+                to_torch=lambda n, xs: TorchExpr(f"torch.roll({xs[0]}, shifts={n.attrs['shifts']!r}, "
+                                                 f"dims={n.attrs['dims']!r})"),
+                imports=_calls(_roll_import, "torch.roll")))
 
 
 def _einsum_parse(ctx: Ctx):
@@ -992,11 +1488,18 @@ def _einsum_cost(ctx: Ctx) -> Cost:
     return Cost(macs=macs, flops=f, bwd_input=tuple(f for _ in ctx.ins))
 
 
+def _einsum_import(c, n):
+    operands = n.args[1:] if not isinstance(n.args[1], (list, tuple)) else n.args[1]
+    return c.emit(c.scoped(n), "einsum", [c.ref(o) for o in operands], equation=c.value(n.args[0]))
+
+
 register(OpRule("einsum", "matmul", (Attr("equation", "any"),), _einsum_shape, _einsum_cost,
                 lambda ctx, batch: [FormulaLine("MACs", "N · ∏ index sizes", f"{batch} · {_dims(tuple(_einsum_parse(ctx)[2].values()))}",
                                                 batch * _einsum_cost(ctx).macs)],
                 saves=lambda ctx: Saves(inputs=tuple(range(len(ctx.ins)))), arity=(1, None),
-                doc="torch.einsum whose operands all lead with the batch", torch="torch.einsum", work="linear"))
+                doc="torch.einsum whose operands all lead with the batch", torch="torch.einsum", work="linear",
+                to_torch=lambda n, xs: TorchExpr(f"torch.einsum({n.attrs['equation']!r}, {', '.join(xs)})"),
+                imports=_calls(_einsum_import, "torch.einsum")))
 
 
 def _opaque_shape(ctx: Ctx):
@@ -1005,11 +1508,16 @@ def _opaque_shape(ctx: Ctx):
     return tuple(ctx["shape"])
 
 
+def _opaque_torch(n, xs):
+    raise cannot_convert(n, f"the engine has no rule for {n.attrs.get('target', '?')}, so there is nothing to build")
+
+
 register(OpRule("opaque", "misc", (Attr("shape", "ints"), Attr("target", "any", "?")), _opaque_shape,
                 lambda ctx: Cost(bwd_input=(0,) * len(ctx.ins)),
                 lambda ctx, batch: [FormulaLine("FLOPs", f"not modelled ({ctx['target']})", "?", 0)],
                 arity=(0, None), doc="an operation the engine has no rule for: its shape comes from PyTorch and its "
-                                     "cost is NOT counted (listed as a warning)", torch="?", work="elementwise"))
+                                     "cost is NOT counted (listed as a warning)", torch="?", work="elementwise",
+                to_torch=_opaque_torch))
 
 
 # == composite attention blocks (torch.nn.MultiheadAttention, torchvision's Swin window attention) ================
@@ -1045,6 +1553,23 @@ def _mha_cost(ctx: Ctx) -> Cost:
     return Cost(macs=macs, flops=f, bwd_input=(dx, 0, 0), bwd_weight=w)
 
 
+def _mha_torch(n, xs):
+    e = n.attrs["embed_dim"]
+    kdim, vdim = n.in_shapes[1][-1], n.in_shapes[2][-1]
+    other = {k: v for k, v in (("kdim", kdim), ("vdim", vdim)) if v != e}
+    return TorchModule("MultiheadAttention", _pick(n, "embed_dim", "num_heads", "bias", **other, batch_first=True),
+                       call="{own}({args}, need_weights=False)[0]")
+
+
+def _mha_import(c, n, m):
+    if not m.batch_first:
+        raise c.unsupported(n, "nn.MultiheadAttention with batch_first=False")
+    q, k, v = (c.ref(c.arg(n, i, key)) for i, key in enumerate(("query", "key", "value")))
+    name = c.emit(n.target, "multihead_attention", [q, k, v], embed_dim=m.embed_dim, num_heads=m.num_heads,
+                  bias=m.in_proj_bias is not None)
+    return [name, None]      # (attn_output, attn_weights); the weights are not modelled
+
+
 register(OpRule(
     "multihead_attention", "attention",
     (Attr("embed_dim", "pos"), Attr("num_heads", "pos"), Attr("bias", "bool", True)),
@@ -1052,7 +1577,7 @@ register(OpRule(
     lambda ctx, batch: [FormulaLine("MACs", "N·(L·E·E·3 + 2·L²·E + L·E·E)", f"{batch}·(…)", batch * _mha_cost(ctx).macs)],
     _mha_params, saves=lambda ctx: Saves(inputs=(0, 1, 2), output=True), arity=(3, 3), channel="none",
     doc="nn.MultiheadAttention (batch_first): projections, attention and output projection", torch="nn.MultiheadAttention",
-    work="linear"))
+    work="linear", to_torch=_mha_torch, imports=_modules(_mha_import, "MultiheadAttention")))
 
 
 def _win_tokens(ctx: Ctx) -> tuple[int, int]:
@@ -1081,6 +1606,42 @@ def _win_cost(ctx: Ctx) -> Cost:
                 bwd_input=(FLOPS_PER_MAC * macs + _SDPA_SOFTMAX_BWD * scores,), bwd_weight=FLOPS_PER_MAC * proj)
 
 
+def _window_attention_torch(n, xs):
+    """torchvision's Swin window attention, the version told apart by its extra parameters: v1 has a
+    relative-position bias table, (2·w_h − 1)·(2·w_w − 1)·heads; v2 a continuous-position MLP 2 → 512 → heads
+    (2·512 + 512 + 512·heads) and a logit scale per head."""
+    (wh, ww), heads, extra = n.attrs["window_size"], n.attrs["num_heads"], n.attrs["extra_params"]
+    versions = {(2 * wh - 1) * (2 * ww - 1) * heads: "ShiftedWindowAttention",
+                2 * 512 + 512 + 512 * heads + heads: "ShiftedWindowAttentionV2"}
+    if extra not in versions:
+        raise cannot_convert(n, f"extra_params {extra:,} match neither torchvision's Swin v1 window attention "
+                                f"({min(versions):,}) nor v2 ({max(versions):,})")
+    kwargs = {"dim": n.in_shapes[0][-1], "window_size": [wh, ww], "shift_size": list(n.attrs["shift_size"]),
+              "num_heads": heads, "qkv_bias": n.attrs["qkv_bias"], "proj_bias": n.attrs["proj_bias"]}
+    return TorchModule(versions[extra], kwargs, origin="torchvision.models.swin_transformer")
+
+
+_WINDOW_ARGS = ("input", "qkv_weight", "proj_weight", "relative_position_bias", "window_size", "num_heads",
+                "shift_size", "attention_dropout", "dropout", "qkv_bias", "proj_bias", "logit_scale")
+
+
+def _window_attention_import(c, n):
+    """torchvision.models.swin_transformer.shifted_window_attention(input, qkv_weight, proj_weight,
+    relative_position_bias, window_size, num_heads, shift_size, attention_dropout, dropout, qkv_bias, proj_bias,
+    logit_scale, training): the weights, tables and scales are constants; what goes beyond the four projections is
+    ``extra_params``."""
+    args = {k: c.arg(n, i, k) for i, k in enumerate(_WINDOW_ARGS)}
+    fresh, buffers = c.claim([args[k] for k in ("qkv_weight", "proj_weight", "relative_position_bias", "qkv_bias",
+                                                 "proj_bias", "logit_scale") if args[k] is not None])
+    channels = c.value(args["input"]).shape[-1]
+    modelled = 4 * channels * channels + (3 * channels if args["qkv_bias"] is not None else 0) + \
+        (channels if args["proj_bias"] is not None else 0)
+    return c.emit(c.scoped(n), "window_attention", [c.ref(args["input"])],
+                  window_size=c.pair(c.value(args["window_size"])), num_heads=int(c.value(args["num_heads"])),
+                  shift_size=c.pair(c.value(args["shift_size"])), extra_params=max(fresh - modelled, 0),
+                  extra_buffers=buffers, qkv_bias=args["qkv_bias"] is not None, proj_bias=args["proj_bias"] is not None)
+
+
 register(OpRule(
     "window_attention", "attention",
     (Attr("window_size", "pair"), Attr("num_heads", "pos"), Attr("shift_size", "pair0", 0),
@@ -1094,4 +1655,5 @@ register(OpRule(
                        + (ctx.x[2] if ctx["proj_bias"] else 0) + ctx["extra_params"], buffers=ctx["extra_buffers"]),
     saves=lambda ctx: Saves(inputs=(0,), output=True), channel="pass",
     doc="Swin (shifted) window self-attention on a channels-last map", torch="torchvision shifted_window_attention",
-    work="linear"))
+    work="linear", to_torch=_window_attention_torch,
+    imports=_calls(_window_attention_import, "torchvision.models.swin_transformer.shifted_window_attention")))

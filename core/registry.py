@@ -171,6 +171,14 @@ class TorchExpr:
     code: str
 
 
+def cannot_convert(n, reason: str) -> NetworkError:
+    """What a ``to_torch`` raises for a node (``core.graph.NodeInfo``) that torch has no equivalent of."""
+    return NetworkError(f"cannot be converted to PyTorch: {reason}", node=n.name, field="op", value=n.op)
+
+
+IMPORT_KINDS = ("module", "function", "method")
+
+
 @dataclass(frozen=True)
 class Importer:
     """A PyTorch callable that imports to this op (``core.bridge.fx_import``): ``kind`` is "module" (an ``nn``
@@ -202,8 +210,10 @@ class OpRule:
     * ``follow(ctx, channels)``: the attribute changes that keep a "depthwise" node valid when its input gets
       ``channels`` channels;
     * ``to_torch(node, input_names)``: how a compiled node becomes PyTorch (``core.bridge.to_torch``): a
-      ``TorchModule``, ``TorchParam`` or ``TorchExpr``; ``None`` when nothing can be built;
-    * ``imports``: the PyTorch callables that import to it (``core.bridge.fx_import``).
+      ``TorchModule``, ``TorchParam`` or ``TorchExpr``; it raises ``cannot_convert`` when nothing can be built.
+      Required;
+    * ``imports``: the PyTorch callables that import to it (``core.bridge.fx_import``), by dotted path or method
+      name, so that this module never imports torch.
     """
 
     kind: str
@@ -217,6 +227,7 @@ class OpRule:
     arity: tuple[int, int | None] = (1, 1)
     alias: bool = False      # the output is a view of input 0: no new memory
     copies_in_training: bool = False   # an alias at inference that makes a new tensor in training (dropout)
+    stored: bool = False     # the output is a stored tensor (a parameter or buffer), not an activation: it moves none
     channel: str | Callable[[Ctx], str] = "none"
     channel_field: str | None = None
     doc: str = ""
@@ -225,7 +236,7 @@ class OpRule:
     fusion: str = field(default="none", kw_only=True)
     cpu_alloc: Callable[[Ctx, int, int, int], tuple] = field(default=_allocates_output, kw_only=True)
     follow: Callable[[Ctx, int], dict] | None = field(default=None, kw_only=True)
-    to_torch: Callable | None = field(default=None, kw_only=True)
+    to_torch: Callable[[Any, list[str]], TorchModule | TorchParam | TorchExpr] = field(default=None, kw_only=True)
     imports: tuple[Importer, ...] = field(default=(), kw_only=True)
 
     def __post_init__(self):
@@ -233,6 +244,13 @@ class OpRule:
                                      ("fusion", self.fusion, FUSION_KINDS)):
             if not callable(value) and value not in allowed:
                 raise RuntimeError(f"op '{self.kind}': {name} {value!r} is not one of {', '.join(allowed)}")
+        if not callable(self.to_torch):
+            raise RuntimeError(f"op '{self.kind}' has no to_torch: say how it becomes PyTorch (raise cannot_convert "
+                               "where nothing can be built)")
+        for imp in self.imports:
+            if imp.kind not in IMPORT_KINDS or not callable(imp.handler):
+                raise RuntimeError(f"op '{self.kind}': importer {imp.target!r} needs a kind among "
+                                   f"{', '.join(IMPORT_KINDS)} and a handler")
 
     def work_class(self, ctx: Ctx) -> str:
         """Which class of work this node is (``WORK_CLASSES``)."""
