@@ -70,15 +70,22 @@ def calibration(cal: dict) -> None:
     st.caption(spec["note"])
 
 
-def across(rows: list[dict]) -> None:
-    """Networks timed across: refusals, Spearman's ρ of latency with FLOPs and with parameters, both scatters."""
+def timed_networks(rows: list[dict], refused) -> tuple | None:
+    """Networks timed across (``ui.benchmark.time_networks`` rows): each refusal said by ``refused(network, why)``,
+    then the frame of those timed and Spearman's ρ; None when none was timed."""
     for r in rows:
         if "refused" in r:
-            st.error(f"{r['network']}: {r['refused']}")
+            refused(r["network"], r["refused"])
     df = bm.across_frame(rows)
-    if df.empty:
+    return None if df.empty else (df, bm.correlations(df))
+
+
+def across(rows: list[dict]) -> None:
+    """Networks timed across: refusals, Spearman's ρ of latency with FLOPs and with parameters, both scatters."""
+    timed = timed_networks(rows, lambda network, why: st.error(f"{network}: {why}"))
+    if timed is None:
         return
-    rho = bm.correlations(df)
+    df, rho = timed
     r1, r2, r3 = st.columns(3)
     r1.metric("Spearman ρ (latency, FLOPs)", f"{rho['flops']:.3f}" if rho["flops"] is not None else "—")
     r2.metric("Spearman ρ (latency, params)", f"{rho['params']:.3f}" if rho["params"] is not None else "—")

@@ -14,6 +14,7 @@ import core
 from core.api import estimate, sweep
 from core.devices import PRECISION_KEYS
 from ui import benchmark as bm
+from ui.bench_results import timed_networks
 from ui.charts import roofline_chart, roofline_frame
 from ui.charts import show as show_chart
 from ui.devices_form import FASTEST, SURVEY, overlay
@@ -209,13 +210,10 @@ def _measured(measured: list[dict], n_net: str) -> None:
     if not measured:
         st.info("Nothing measured yet: press the button, or time networks on the Benchmark page.")
         return
-    for r in measured:
-        if "refused" in r:
-            st.caption(f"{r['network']}: not timed — {r['refused']}")
-    df = bm.across_frame(measured)
-    if df.empty:
+    timed = timed_networks(measured, lambda network, why: st.caption(f"{network}: not timed — {why}"))
+    if timed is None:
         return
-    rho = bm.correlations(df)
+    df, rho = timed
     st.metric("Spearman ρ measured (this CPU): FLOPs | params",
               f"{rho['flops']:.2f} | {rho['params']:.2f}" if rho["flops"] is not None else "—")
     show_chart(bm.scatter(df, "GFLOPs", "forward GFLOPs (measured latency)"), "lab2_measured_scatter",
