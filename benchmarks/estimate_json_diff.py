@@ -65,7 +65,8 @@ def dump(root: Path, devices_file: Path, quick: bool) -> dict:
         buf, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(err):
             rc = main(argv)
-        out[" ".join(argv[1:6] + list(extra))] = json.loads(buf.getvalue()) if rc == 0 else f"exit {rc}: {err.getvalue()}"
+        key = " ".join(argv[1:6] + list(extra))
+        out[key] = json.loads(buf.getvalue()) if rc == 0 else f"exit {rc}: {err.getvalue()}"
     return out
 
 

@@ -14,8 +14,8 @@ from .report import CONVENTION, Layer, Report
 from .zoo import names as builtin_names
 
 __all__ = [
-    "analyze", "estimate", "sweep", "scaling", "load_network", "parse_shape", "edit", "EditResult", "channel_groups", "CalcError", "DeviceError",
-    "NetworkError",
+    "analyze", "estimate", "sweep", "scaling", "load_network", "parse_shape", "edit", "EditResult", "channel_groups",
+    "CalcError", "DeviceError", "NetworkError",
     "compile_network", "Compiled", "Network", "Node", "SCHEMA_VERSION", "PRECISIONS", "OPTIMIZERS",
     "FLOPS_PER_MAC", "REGISTRY", "CONVENTION", "Layer", "Report", "builtin_names",
 ]

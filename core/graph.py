@@ -192,7 +192,8 @@ def compile_network(network: Network) -> Compiled:
                 except TypeError:
                     raise NetworkError("attribute values must be numbers, strings, booleans, null or lists of them",
                                        node=n.name, field=k, value=v) from None
-        raise NetworkError("the network holds a value that is not a number, string or list", node=network.name)
+        raise NetworkError("the network holds a value that is not a number, string or list",
+                           node=network.name) from None
     return _compile_cached(network)
 
 
@@ -232,7 +233,8 @@ def _compile_cached(network: Network) -> Compiled:
         root[node.name] = info.root
     for o in network.outputs:
         if o not in shapes:
-            raise NetworkError(f"output '{o}' is not a node of the network", node=network.name, field="outputs", value=o)
+            raise NetworkError(f"output '{o}' is not a node of the network", node=network.name, field="outputs",
+                               value=o)
     outputs = network.outputs or (infos[-1].name,)
     infos = _with_gradient_accumulation(infos)
     peak, peak_at = _inference_peak(infos, network, outputs)

@@ -542,8 +542,8 @@ def estimate(model: Report | Network, device: Any, batch_size: int = 1, dtype: s
                     fused=fused, workers=workers, link=lk, ppp_comm=ppp_comm, allreduce=allreduce)
 
 
-def scaling(model: Report | Network, device: Any, link: Any, workers=(1, 2, 4, 8), batch_size: int = 64, mode: str = "strong",
-            **kw) -> list[dict]:
+def scaling(model: Report | Network, device: Any, link: Any, workers=(1, 2, 4, 8), batch_size: int = 64,
+            mode: str = "strong", **kw) -> list[dict]:
     """Data-parallel scaling. strong: the global batch ``batch_size`` is split over K workers (⌈B/K⌉ each, the
     last ones short when K does not divide B, so a step takes as long as the fullest worker); weak: every worker
     keeps ``batch_size``. Speed-up is throughput relative to one worker; efficiency = speed-up / K."""

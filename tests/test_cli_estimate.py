@@ -66,9 +66,9 @@ def test_estimate_table_shows_fresh_pages_and_overhead_on_a_calibrated_cpu():
     mnist_cnn at batch 64 writes 57,540,608 B to fresh pages (the hand trace in test_paleo), 57.541 ms at 1 GB/s."""
     import dataclasses
 
+    from core.api import estimate
     from core.cli import format_estimate
     from core.devices import load_devices
-    from core.api import estimate
 
     dev = dataclasses.replace(load_devices(user_path=None).device("v100-sxm2"), kind="CPU", alloc_threshold=1e6,
                               alloc_bandwidth=1e9, efficiency={"conv": 1.0}, layer_overhead={"conv": 1e-5})
