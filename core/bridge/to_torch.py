@@ -1,9 +1,9 @@
 """IR → PyTorch: a runnable ``nn.Module`` (``to_module``) and readable PyTorch source (``to_source``).
 
-Both are driven by one table, ``_CONVERTERS``, mapping each op kind to a function that says how a compiled node
-becomes torch: a module (an ``nn`` class and its constructor arguments), a learned tensor (``parameter``), or an
-expression over its inputs (functional ops: add, concat, reshape, matmul, …). ``to_module`` instantiates the modules
-and evaluates the same forward expressions that ``to_source`` prints, so the two cannot drift apart.
+How each node becomes torch is its rule's ``to_torch`` (``core.ops``): a module (an ``nn`` class and its constructor
+arguments, ``TorchModule``), a learned tensor (``TorchParam``), or an expression over its inputs (``TorchExpr``:
+add, concat, reshape, matmul, …). This module is the machinery around them: ``to_module`` instantiates the modules and
+evaluates the same forward expressions that ``to_source`` prints, so the two cannot drift apart.
 
 Semantics follow the engine (``core.ops``), where every shape is per sample and the batch stays dim 0:
 
@@ -12,6 +12,8 @@ Semantics follow the engine (``core.ops``), where every shape is per sample and 
   layout), expanded over the batch, so its per-sample shape is ``shape``;
 * ``matmul`` and ``sdpa`` broadcast the per-sample dims: an input with fewer dims gets singleton dims inserted after
   the batch (``torch.matmul`` alone would align the batch of one input with a per-sample dim of the other);
+* in-place activations stay in place (``nn.ReLU(inplace=True)``); an in-place add or multiply (``out += x``) is
+  written out of place, with the same numbers;
 * a node whose output nothing reads is built (its parameters count) but not run.
 
 What the IR does not describe cannot be built and raises ``NetworkError`` naming the node: an ``opaque`` op, a
@@ -29,14 +31,13 @@ from __future__ import annotations
 import keyword
 import re
 from contextlib import nullcontext
-from dataclasses import dataclass
 from functools import lru_cache
-from math import prod
 from typing import Any, Callable, NamedTuple, Union
 
-from ..errors import CalcError, NetworkError
+from ..errors import CalcError
 from ..graph import Compiled, NodeInfo, compile_network
 from ..ir import Network
+from ..registry import TorchExpr, TorchModule, TorchParam, cannot_convert
 
 __all__ = ["to_module", "to_source"]
 
@@ -47,298 +48,27 @@ def _torch():
     return torch
 
 
-# == how each op becomes torch ====================================================================================
-
-@dataclass(frozen=True)
-class _Module:
-    """``<origin>.<cls>(**kwargs)``, called as ``call`` says (by default on the node's inputs)."""
-
-    cls: str
-    kwargs: dict
-    call: str = "{own}({args})"
-    origin: str = "torch.nn"
-
-
-@dataclass(frozen=True)
-class _Param:
-    """A tensor ``torch.zeros(1, *shape)`` expanded over the batch: an ``nn.Parameter``, or a buffer. ``stored``
-    is set when the IR derives the tensor from that many stored elements in a way it does not record: then only the
-    stored elements are built, and no node may read the tensor (see ``_plan``)."""
-
-    shape: tuple[int, ...]
-    trainable: bool
-    buffer: bool = False
-    stored: int | None = None
-
-
-@dataclass(frozen=True)
-class _Expr:
-    """A functional node: a Python expression over the input variables (``torch`` and ``F`` in scope)."""
-
-    code: str
-
-
-_Spec = Union[_Module, _Param, _Expr]
-_Converter = Callable[[NodeInfo, list[str]], _Spec]   # (node, names of its input variables) → how to build it
-
-
-def _compact(v: Any) -> Any:
-    """(3, 3) → 3 for pair-valued arguments (torch reads an int as the square pair), for readable source."""
-    if isinstance(v, tuple) and len(v) == 2 and v[0] == v[1] and v[0] is not None:
-        return v[0]
-    return v
-
-
-def _pick(n: NodeInfo, *names: str, **extra: Any) -> dict:
-    """Constructor kwargs: ``extra`` first (derived from shapes), then the listed attributes, pairs compacted."""
-    return {**extra, **{k: _compact(n.attrs[k]) for k in names}}
-
-
-def _unsupported(n: NodeInfo, reason: str) -> NetworkError:
-    return NetworkError(f"cannot be converted to PyTorch: {reason}", node=n.name, field="op", value=n.op)
-
-
-def _conv2d(n, xs):
-    return _Module("Conv2d", _pick(n, "out_channels", "kernel_size", "stride", "padding", "dilation", "groups", "bias",
-                                   in_channels=n.in_shapes[0][0]))
-
-
-def _conv_transpose2d(n, xs):
-    return _Module("ConvTranspose2d", _pick(n, "out_channels", "kernel_size", "stride", "padding", "output_padding",
-                                            "groups", "bias", "dilation", in_channels=n.in_shapes[0][0]))
-
-
-def _linear(n, xs):
-    return _Module("Linear", _pick(n, "out_features", "bias", in_features=n.in_shapes[0][-1]))
-
-
-def _max_pool2d(n, xs):
-    return _Module("MaxPool2d", _pick(n, "kernel_size", "stride", "padding", "dilation", "ceil_mode"))
-
-
-def _avg_pool2d(n, xs):
-    return _Module("AvgPool2d", _pick(n, "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
-                                      "divisor_override"))
-
-
-def _adaptive(cls: str) -> _Converter:
-    return lambda n, xs: _Module(cls, _pick(n, "output_size"))
-
-
-_BATCH_NORM_BY_RANK = {1: "BatchNorm1d", 2: "BatchNorm1d", 3: "BatchNorm2d", 4: "BatchNorm3d"}   # per-sample rank
-
-
-def _batch_norm(n, xs):
-    rank = len(n.in_shapes[0])
-    if rank not in _BATCH_NORM_BY_RANK:
-        raise _unsupported(n, f"torch has BatchNorm1d/2d/3d for 2- to 5-d inputs, this one is {rank + 1}-d")
-    return _Module(_BATCH_NORM_BY_RANK[rank], _pick(n, "eps", "momentum", "affine", "track_running_stats",
-                                                     num_features=n.in_shapes[0][0]))
-
-
-def _layer_norm(n, xs):
-    k = n.attrs["normalized_ndim"]
-    trailing = n.in_shapes[0][-k:]
-    return _Module("LayerNorm", _pick(n, "eps", "elementwise_affine", "bias",
-                                      normalized_shape=trailing[0] if k == 1 else trailing))
-
-
-def _group_norm(n, xs):
-    return _Module("GroupNorm", _pick(n, "num_groups", "eps", "affine", num_channels=n.in_shapes[0][0]))
-
-
-def _plain(cls: str, *names: str) -> _Converter:
-    """A module built from the node's attributes alone (activations, dropout, softmax, …)."""
-    return lambda n, xs: _Module(cls, _pick(n, *names))
-
-
-def _channel_shuffle(n, xs):
-    if len(n.in_shapes[0]) < 2:
-        raise _unsupported(n, "nn.ChannelShuffle needs an input of 3 or more dims [N, C, …], this one is 2-d")
-    return _Module("ChannelShuffle", _pick(n, "groups"))
-
-
-def _interpolate(n, xs):
-    return _Module("Upsample", _pick(n, "size", "scale_factor", "mode", "align_corners"))
-
-
-def _parameter(n, xs):
-    stored = n.attrs.get("numel")
-    return _Param(n.out_shape, n.attrs["trainable"], n.attrs.get("buffer", False),
-                  stored if stored is not None and stored != prod(n.out_shape) else None)
-
-
-def _elementwise(symbol: str) -> _Converter:
-    def convert(n, xs):
-        terms = list(xs) + ([repr(n.attrs["scalar"])] if n.attrs["scalar"] is not None else [])
-        return _Expr(f" {symbol} ".join(terms))
-    return convert
-
-
-def _concat(n, xs):
-    return _Expr(f"torch.cat([{', '.join(xs)}], dim={n.attrs['dim']})")
-
-
-def _reshape(n, xs):
-    return _Expr(f"{xs[0]}.reshape({xs[0]}.shape[0], {', '.join(map(str, n.out_shape))})")
-
-
-def _permute(n, xs):
-    return _Expr(f"{xs[0]}.permute({', '.join(map(str, n.attrs['dims']))})")
-
-
-def _transpose(n, xs):
-    return _Expr(f"{xs[0]}.transpose({n.attrs['dim0']}, {n.attrs['dim1']})")
-
-
-def _same_rank(n: NodeInfo, xs: list[str]) -> list[str]:
-    """Insert singleton dims after the batch so every input has the same rank (the engine broadcasts per sample)."""
-    rank = max(len(s) for s in n.in_shapes)
-    return [x if len(s) == rank else f"{x}[:, {', '.join(['None'] * (rank - len(s)))}]"
-            for x, s in zip(xs, n.in_shapes)]
-
-
-def _matmul(n, xs):
-    return _Expr(f"torch.matmul({', '.join(_same_rank(n, xs))})")
-
-
-def _sdpa(n, xs):
-    causal = ", is_causal=True" if n.attrs["is_causal"] else ""
-    return _Expr(f"F.scaled_dot_product_attention({', '.join(_same_rank(n, xs))}{causal})")
-
-
-def _full_dim(n: NodeInfo, dim: int) -> int:
-    """A dim counting the batch as 0, made non-negative."""
-    return dim + len(n.in_shapes[0]) + 1 if dim < 0 else dim
-
-
-def _mean(n, xs):
-    dims = tuple(_full_dim(n, d) for d in n.attrs["dim"])
-    keep = ", keepdim=True" if n.attrs["keepdim"] else ""
-    return _Expr(f"{xs[0]}.mean(dim={dims!r}{keep})")
-
-
-def _slice(n, xs):
-    d, start, end, step = _full_dim(n, n.attrs["dim"]), n.attrs["start"], n.attrs["end"], n.attrs["step"]
-    if n.attrs["select"]:
-        return _Expr(f"{xs[0]}.select({d}, {start})")
-    size = n.in_shapes[0][d - 1]
-    text = f"{start or ''}:{'' if end >= size else end}" + (f":{step}" if step != 1 else "")
-    return _Expr(f"{xs[0]}[{':, ' * d}{text}]")
-
-
-def _pad(n, xs):
-    return _Expr(f"F.pad({xs[0]}, {n.attrs['pad']!r})")
-
-
-def _roll(n, xs):
-    return _Expr(f"torch.roll({xs[0]}, shifts={n.attrs['shifts']!r}, dims={n.attrs['dims']!r})")
-
-
-def _einsum(n, xs):
-    return _Expr(f"torch.einsum({n.attrs['equation']!r}, {', '.join(xs)})")
-
-
-def _multihead_attention(n, xs):
-    e = n.attrs["embed_dim"]
-    kdim, vdim = n.in_shapes[1][-1], n.in_shapes[2][-1]
-    other = {k: v for k, v in (("kdim", kdim), ("vdim", vdim)) if v != e}
-    return _Module("MultiheadAttention", _pick(n, "embed_dim", "num_heads", "bias", **other, batch_first=True),
-                   call="{own}({args}, need_weights=False)[0]")
-
-
-def _window_attention(n, xs):
-    """torchvision's Swin window attention, the version told apart by its extra parameters: v1 has a
-    relative-position bias table, (2·w_h − 1)·(2·w_w − 1)·heads; v2 a continuous-position MLP 2 → 512 → heads
-    (2·512 + 512 + 512·heads) and a logit scale per head."""
-    (wh, ww), heads, extra = n.attrs["window_size"], n.attrs["num_heads"], n.attrs["extra_params"]
-    versions = {(2 * wh - 1) * (2 * ww - 1) * heads: "ShiftedWindowAttention",
-                2 * 512 + 512 + 512 * heads + heads: "ShiftedWindowAttentionV2"}
-    if extra not in versions:
-        raise _unsupported(n, f"extra_params {extra:,} match neither torchvision's Swin v1 window attention "
-                              f"({min(versions):,}) nor v2 ({max(versions):,})")
-    kwargs = {"dim": n.in_shapes[0][-1], "window_size": [wh, ww], "shift_size": list(n.attrs["shift_size"]),
-              "num_heads": heads, "qkv_bias": n.attrs["qkv_bias"], "proj_bias": n.attrs["proj_bias"]}
-    return _Module(versions[extra], kwargs, origin="torchvision.models.swin_transformer")
-
-
-def _opaque(n, xs):
-    raise _unsupported(n, f"the engine has no rule for {n.attrs.get('target', '?')}, so there is nothing to build")
-
-
-_CONVERTERS: dict[str, _Converter] = {
-    "conv2d": _conv2d,
-    "conv_transpose2d": _conv_transpose2d,
-    "linear": _linear,
-    "max_pool2d": _max_pool2d,
-    "avg_pool2d": _avg_pool2d,
-    "adaptive_avg_pool2d": _adaptive("AdaptiveAvgPool2d"),
-    "adaptive_max_pool2d": _adaptive("AdaptiveMaxPool2d"),
-    "batch_norm": _batch_norm,
-    "layer_norm": _layer_norm,
-    "group_norm": _group_norm,
-    "relu": _plain("ReLU"),
-    "relu6": _plain("ReLU6"),
-    "sigmoid": _plain("Sigmoid"),
-    "tanh": _plain("Tanh"),
-    "gelu": _plain("GELU", "approximate"),
-    "silu": _plain("SiLU"),
-    "hardswish": _plain("Hardswish"),
-    "hardsigmoid": _plain("Hardsigmoid"),
-    "softmax": _plain("Softmax", "dim"),
-    "log_softmax": _plain("LogSoftmax", "dim"),
-    "dropout": _plain("Dropout", "p"),
-    "identity": _plain("Identity"),
-    "flatten": _plain("Flatten", "start_dim", "end_dim"),
-    "channel_shuffle": _channel_shuffle,
-    "interpolate": _interpolate,
-    "parameter": _parameter,
-    "add": _elementwise("+"),
-    "mul": _elementwise("*"),
-    "sub": _elementwise("-"),
-    "div": _elementwise("/"),
-    "concat": _concat,
-    "reshape": _reshape,
-    "permute": _permute,
-    "transpose": _transpose,
-    "matmul": _matmul,
-    "sdpa": _sdpa,
-    "mean": _mean,
-    "slice": _slice,
-    "pad": _pad,
-    "roll": _roll,
-    "einsum": _einsum,
-    "multihead_attention": _multihead_attention,
-    "window_attention": _window_attention,
-    "opaque": _opaque,
-}
-
-
-def _spec(n: NodeInfo, xs: list[str]) -> _Spec:
-    convert = _CONVERTERS.get(n.op)
-    if convert is None:
-        raise _unsupported(n, f"no converter for op '{n.op}'")
-    return convert(n, xs)
+_Spec = Union[TorchModule, TorchParam, TorchExpr]
 
 
 def _forward_expr(spec: _Spec, own: str, batch: str, xs: list[str]) -> str:
     """The node's forward as an expression; ``own`` names its module or parameter, ``batch`` the batch size."""
-    if isinstance(spec, _Module):
+    if isinstance(spec, TorchModule):
         return spec.call.format(own=own, args=", ".join(xs))
-    if isinstance(spec, _Param):
+    if isinstance(spec, TorchParam):
         return f"{own}.expand({batch}, {', '.join(map(str, spec.shape))})"
     return spec.code
 
 
-def _module_class(spec: _Module):
+def _module_class(spec: TorchModule):
     import importlib
 
     return getattr(importlib.import_module(spec.origin), spec.cls)
 
 
-def _construct(spec: _Module | _Param):
+def _construct(spec: TorchModule | TorchParam):
     torch = _torch()
-    if isinstance(spec, _Param):
+    if isinstance(spec, TorchParam):
         value = torch.zeros(spec.stored) if spec.stored is not None else torch.zeros(1, *spec.shape)
         return value if spec.buffer else torch.nn.Parameter(value, requires_grad=spec.trainable)
     return _module_class(spec)(**spec.kwargs)
@@ -356,11 +86,11 @@ def _plan(comp: Compiled, input_names: Callable[[NodeInfo], list[str]]) -> list[
     read = {s for n in comp.nodes for s in n.inputs} | set(comp.outputs)
     plan = []
     for n in comp.nodes:
-        spec = _spec(n, input_names(n))
+        spec = n.rule.to_torch(n, input_names(n))
         live = n.name in read
-        if live and isinstance(spec, _Param) and spec.stored is not None:
-            raise _unsupported(n, f"the IR derives this tensor from {spec.stored:,} stored elements (numel) "
-                                  "without saying how")
+        if live and isinstance(spec, TorchParam) and spec.stored is not None:
+            raise cannot_convert(n, f"the IR derives this tensor from {spec.stored:,} stored elements (numel) "
+                                    "without saying how")
         plan.append(_Planned(n, spec, live))
     return plan
 
@@ -477,7 +207,7 @@ def to_module(network: Network, device: Any = None):
     keep = set(comp.outputs)
     with torch.device(device) if device is not None else nullcontext():
         for i, (n, spec, live) in enumerate(plan):
-            owner, attr = tree.add(n.name, _construct(spec)) if not isinstance(spec, _Expr) else (None, "")
+            owner, attr = tree.add(n.name, _construct(spec)) if not isinstance(spec, TorchExpr) else (None, "")
             if not live:
                 continue
             xs = [f"x{j}" for j in range(len(n.inputs))]
@@ -524,7 +254,7 @@ class _Names:
         return ident
 
 
-def _module_source(spec: _Module) -> str:
+def _module_source(spec: TorchModule) -> str:
     """``nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False)``: required arguments by position, the rest by
     keyword, torch's defaults left out."""
     import inspect
@@ -543,9 +273,9 @@ def _module_source(spec: _Module) -> str:
     return f"{prefix}{spec.cls}({', '.join(positional + named)})"
 
 
-def _init_source(attr: str, spec: _Module | _Param) -> str:
+def _init_source(attr: str, spec: TorchModule | TorchParam) -> str:
     """The ``__init__`` line that creates a node's module, parameter or buffer."""
-    if isinstance(spec, _Module):
+    if isinstance(spec, TorchModule):
         return f"self.{attr} = {_module_source(spec)}"
     dims = (spec.stored,) if spec.stored is not None else (1, *spec.shape)
     zeros = f"torch.zeros({', '.join(map(str, dims))})"
@@ -556,7 +286,7 @@ def _init_source(attr: str, spec: _Module | _Param) -> str:
 
 def _imports(specs, uses_f: bool) -> list[str]:
     other = sorted({f"from {s.origin} import {s.cls}" for s in specs
-                    if isinstance(s, _Module) and s.origin != "torch.nn"})
+                    if isinstance(s, TorchModule) and s.origin != "torch.nn"})
     return ["import torch", *(["import torch.nn.functional as F"] if uses_f else []), "from torch import nn", *other]
 
 
@@ -576,7 +306,7 @@ def _is_chain(comp: Compiled, plan: list[_Planned]) -> bool:
         return False
     prev = comp.network.inputs[0][0]
     for n, spec, _ in plan:
-        if n.inputs != (prev,) or not isinstance(spec, _Module) or spec.call != _Module.call:
+        if n.inputs != (prev,) or not isinstance(spec, TorchModule) or spec.call != TorchModule.call:
             return False
         prev = n.name
     return comp.outputs[0] == prev
@@ -621,7 +351,7 @@ def _class_source(comp: Compiled, class_name: str) -> str:
     init, init_notes, fwd, fwd_notes = [], [], [], []
     for n, spec, live in plan:
         renamed = var[n.name] != n.name          # the comments then give the node's own name
-        if not isinstance(spec, _Expr):
+        if not isinstance(spec, TorchExpr):
             init.append(f"        {_init_source(var[n.name], spec)}")
             init_notes.append(n.name if renamed else "")
         if live:
