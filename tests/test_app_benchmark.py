@@ -13,10 +13,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from apptest_ref import metric, open_page, table
 from streamlit.testing.v1 import AppTest
 
 import core
+from apptest_ref import metric, open_page, table
 from ui import benchmark as bm
 from ui.state import DEVICE, MODEL
 

@@ -7,8 +7,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
-import bench_analyze  # noqa: E402
-import bench_estimate  # noqa: E402
+import bench_analyze
+import bench_estimate
 
 
 def test_bench_analyze_quick(capsys):
