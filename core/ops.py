@@ -14,8 +14,26 @@ from __future__ import annotations
 from math import ceil, floor, isfinite, prod
 from typing import Any, Callable
 
-from .registry import (FLOPS_PER_MAC, MAX_DIM, Attr, Cost, Ctx, FormulaLine, Importer, OpRule, Params, Saves,
-                       TorchExpr, TorchModule, TorchParam, _allocates_output, _pair, cannot_convert, numel, register)
+from .registry import (
+    FLOPS_PER_MAC,
+    MAX_DIM,
+    Attr,
+    Cost,
+    Ctx,
+    FormulaLine,
+    Importer,
+    OpRule,
+    Params,
+    Saves,
+    TorchExpr,
+    TorchModule,
+    TorchParam,
+    _allocates_output,
+    _pair,
+    cannot_convert,
+    numel,
+    register,
+)
 
 
 def _n(v: int) -> str:
@@ -193,7 +211,8 @@ def _conv_formula(ctx: Ctx, batch: int) -> list[FormulaLine]:
         lines.append(FormulaLine("per output", "(C_in/groups)·k_h·k_w multiplies + (that − 1) adds + 1 bias add",
                                  f"{_n(k)} + {_n(k - 1)} + 1", 2 * k))
     else:
-        lines.append(FormulaLine("per output", "(C_in/groups)·k_h·k_w multiplies + (that − 1) adds, counted as 2 per MAC",
+        lines.append(FormulaLine("per output",
+                                 "(C_in/groups)·k_h·k_w multiplies + (that − 1) adds, counted as 2 per MAC",
                                  f"{_n(k)} + {_n(k - 1)} ≈ 2 × {_n(k)}", 2 * k))
     p = _conv_params(ctx)
     lines.append(FormulaLine("params", "C_out·(C_in/groups)·k_h·k_w" + (" + C_out" if ctx["bias"] else ""),
@@ -252,9 +271,9 @@ def _conv_import(c, n, m):
     pad = m.padding if isinstance(m.padding, str) else c.pair(m.padding)
     if m.padding_mode != "zeros":
         c.warn(f"{n.target}: padding_mode '{m.padding_mode}' is costed like zero padding")
-    return c.emit(n.target, "conv2d", [c.ref(n.args[0])], out_channels=m.out_channels, kernel_size=c.pair(m.kernel_size),
-                  stride=c.pair(m.stride), padding=pad, dilation=c.pair(m.dilation), groups=m.groups,
-                  bias=m.bias is not None)
+    return c.emit(n.target, "conv2d", [c.ref(n.args[0])], out_channels=m.out_channels,
+                  kernel_size=c.pair(m.kernel_size), stride=c.pair(m.stride), padding=pad,
+                  dilation=c.pair(m.dilation), groups=m.groups, bias=m.bias is not None)
 
 
 register(OpRule(
@@ -316,7 +335,8 @@ def _convt_import(c, n, m):
 register(OpRule(
     "conv_transpose2d", "conv",
     (Attr("out_channels", "pos"), Attr("kernel_size", "pair"), Attr("stride", "pair", 1), Attr("padding", "pair0", 0),
-     Attr("output_padding", "pair0", 0), Attr("dilation", "pair", 1), Attr("groups", "pos", 1), Attr("bias", "bool", True)),
+     Attr("output_padding", "pair0", 0), Attr("dilation", "pair", 1), Attr("groups", "pos", 1),
+     Attr("bias", "bool", True)),
     _convt_shape, _convt_cost, _convt_formula, _convt_params,
     saves=lambda ctx: Saves(inputs=(0,)), channel="new", channel_field="out_channels",
     doc="2-d transposed convolution", torch="nn.ConvTranspose2d", work=_conv_work,
@@ -469,9 +489,11 @@ def _sdpa_formula(ctx: Ctx, batch: int) -> list[FormulaLine]:
     b = numel(ctx.out[:-2])
     macs = _mul_formula("MACs (Q·Kᵀ)", ["N", "heads", "L_q", "L_k", "E"], [batch, b, q[-2], k[-2], q[-1]])
     macs2 = _mul_formula("MACs (P·V)", ["N", "heads", "L_q", "L_k", "E_v"], [batch, b, q[-2], k[-2], v[-1]])
-    sm = _mul_formula("softmax+scale FLOPs", ["N", "heads", "L_q", "L_k"], [batch, b, q[-2], k[-2]], _SDPA_SOFTMAX_FLOPS, "6")
+    sm = _mul_formula("softmax+scale FLOPs", ["N", "heads", "L_q", "L_k"], [batch, b, q[-2], k[-2]],
+                      _SDPA_SOFTMAX_FLOPS, "6")
     total = FLOPS_PER_MAC * (macs.value + macs2.value) + sm.value
-    return [macs, macs2, sm, FormulaLine("FLOPs", "2 × MACs + softmax", f"2 × {_n(macs.value + macs2.value)} + {_n(sm.value)}", total)]
+    return [macs, macs2, sm, FormulaLine("FLOPs", "2 × MACs + softmax",
+                                         f"2 × {_n(macs.value + macs2.value)} + {_n(sm.value)}", total)]
 
 
 def _sdpa_torch(n, xs):
@@ -500,7 +522,8 @@ _UNARY = {
     "relu":        (1, 1, "output", "nn.ReLU", "max(x, 0)"),
     "relu6":       (2, 2, "input", "nn.ReLU6", "min(max(x, 0), 6)"),
     "sigmoid":     (4, 3, "output", "nn.Sigmoid", "1/(1+exp(−x)): negate, exp, add, divide; bwd y·(1−y)·g"),
-    "tanh":        (5, 3, "output", "nn.Tanh", "(e^{2x}−1)/(e^{2x}+1): multiply, exp, subtract, add, divide; bwd (1−y²)·g"),
+    "tanh":        (5, 3, "output", "nn.Tanh",
+                    "(e^{2x}−1)/(e^{2x}+1): multiply, exp, subtract, add, divide; bwd (1−y²)·g"),
     "gelu":        (8, 12, "input", "nn.GELU", "tanh form 0.5x(1+tanh(√(2/π)(x+0.044715x³))) ≈ 8 operations"),
     "silu":        (5, 7, "input", "nn.SiLU", "x·sigmoid(x): sigmoid (4) + multiply"),
     "hardswish":   (5, 4, "input", "nn.Hardswish", "x·min(max(x+3, 0), 6)/6: add, max, min, multiply, divide"),
@@ -640,8 +663,8 @@ def _softmax_factory(kind: str, torch: str, fwd_how: str, bwd_how: str, calls: t
 
     cls = torch.removeprefix("nn.")
     return OpRule(kind, "activation", (Attr("dim", "int", -1),), _softmax_shape, cost, formula,
-                  saves=lambda ctx: Saves(output=True), channel="pass", doc=f"{fwd_how}; backward {bwd_how}", torch=torch,
-                  work="elementwise", fusion="epilogue", to_torch=_as_module(cls),
+                  saves=lambda ctx: Saves(output=True), channel="pass", doc=f"{fwd_how}; backward {bwd_how}",
+                  torch=torch, work="elementwise", fusion="epilogue", to_torch=_as_module(cls),
                   imports=_modules(module, cls) + _calls(call, *calls))
 
 
@@ -713,7 +736,8 @@ register(OpRule(
     _bn_shape, _bn_cost, _bn_formula, _bn_params,
     saves=lambda ctx: Saves(inputs=(0,), fixed_bytes=2 * 4 * ctx.x[0]), channel="pass",
     doc="batch normalisation over dim 1 (BatchNorm1d/2d); num_features follow from the input", torch="nn.BatchNorm2d",
-    work="elementwise", fusion="epilogue", to_torch=_bn_torch, imports=_modules(_bn_import, "BatchNorm1d", "BatchNorm2d")))
+    work="elementwise", fusion="epilogue", to_torch=_bn_torch,
+    imports=_modules(_bn_import, "BatchNorm1d", "BatchNorm2d")))
 
 
 # LayerNorm / GroupNorm compute statistics at inference too: mean (1), variance (subtract, square, add: 3),
@@ -733,12 +757,14 @@ def _ln_shape(ctx: Ctx):
 
 def _ln_params(ctx: Ctx) -> Params:
     d = numel(ctx.x[len(ctx.x) - ctx["normalized_ndim"]:])
-    return Params(trainable=(d if ctx["elementwise_affine"] else 0) + (d if ctx["elementwise_affine"] and ctx["bias"] else 0))
+    return Params(trainable=(d if ctx["elementwise_affine"] else 0)
+                  + (d if ctx["elementwise_affine"] and ctx["bias"] else 0))
 
 
 def _ln_formula(ctx: Ctx, batch: int) -> list[FormulaLine]:
     k = 8 if ctx["elementwise_affine"] else 6
-    return [_mul_formula("FLOPs", ["N", "elements"], [batch, numel(ctx.x)], k, f"{k} (statistics 4, normalise 2, affine 2)")]
+    return [_mul_formula("FLOPs", ["N", "elements"], [batch, numel(ctx.x)], k,
+                         f"{k} (statistics 4, normalise 2, affine 2)")]
 
 
 def _ln_torch(n, xs):
@@ -777,7 +803,8 @@ def _gn_shape(ctx: Ctx):
     if len(ctx.x) < 1:
         raise ctx.fail("expects [N, C, …]")
     if ctx.x[0] % ctx["num_groups"]:
-        raise ctx.fail(f"num_groups {ctx['num_groups']} does not divide the {ctx.x[0]} channels", "num_groups", ctx["num_groups"])
+        raise ctx.fail(f"num_groups {ctx['num_groups']} does not divide the {ctx.x[0]} channels", "num_groups",
+                       ctx["num_groups"])
     return ctx.x
 
 
@@ -788,7 +815,8 @@ def _gn_import(c, n, m):
 register(OpRule(
     "group_norm", "norm", (Attr("num_groups", "pos"), Attr("eps", "float", 1e-5), Attr("affine", "bool", True)),
     _gn_shape, lambda ctx: _stat_norm_cost(ctx, ctx["affine"]),
-    lambda ctx, batch: [_mul_formula("FLOPs", ["N", "elements"], [batch, numel(ctx.x)], 8 if ctx["affine"] else 6, "per element")],
+    lambda ctx, batch: [_mul_formula("FLOPs", ["N", "elements"], [batch, numel(ctx.x)], 8 if ctx["affine"] else 6,
+                                     "per element")],
     lambda ctx: Params(trainable=2 * ctx.x[0] if ctx["affine"] else 0),
     saves=lambda ctx: Saves(inputs=(0,), extra_bytes=2 * 4 * ctx["num_groups"]), channel="pass",
     doc="group normalisation; num_channels follow from the input", torch="nn.GroupNorm", work="elementwise",
@@ -908,7 +936,8 @@ def _adaptive_factory(kind: str, torch: str, is_max: bool) -> OpRule:
         reads = _adaptive_bins(h, oh) * _adaptive_bins(w, ow)
         val = cost(ctx).flops
         how = "Σ bins − outputs (comparisons)" if is_max else "Σ bin sizes (adds + 1 divide per output)"
-        return [FormulaLine("FLOPs", f"N·C·{how}", f"{batch}·{c}·{reads}" + (f" − {batch}·{numel(ctx.out)}" if is_max else ""),
+        return [FormulaLine("FLOPs", f"N·C·{how}",
+                            f"{batch}·{c}·{reads}" + (f" − {batch}·{numel(ctx.out)}" if is_max else ""),
                             batch * val)]
 
     def saves(ctx: Ctx) -> Saves:
@@ -942,7 +971,8 @@ def _interp_shape(ctx: Ctx):
     if (size is None) == (scale is None):
         raise ctx.fail("give exactly one of size and scale_factor", "size", size)
     if ctx["align_corners"] is not None and ctx["mode"] == "nearest":
-        raise ctx.fail("align_corners only applies to bilinear and bicubic modes", "align_corners", ctx["align_corners"])
+        raise ctx.fail("align_corners only applies to bilinear and bicubic modes", "align_corners",
+                       ctx["align_corners"])
     if size is not None:
         oh, ow = _pair(size, 1, ctx.node, "size")
     else:
@@ -988,11 +1018,14 @@ def _interpolate_call(c, n):
 
 register(OpRule(
     "interpolate", "pool",
-    (Attr("size", "any", None), Attr("scale_factor", "any", None), Attr("mode", "choice", "nearest", ("nearest", "bilinear", "bicubic")),
+    (Attr("size", "any", None), Attr("scale_factor", "any", None),
+     Attr("mode", "choice", "nearest", ("nearest", "bilinear", "bicubic")),
      Attr("align_corners", "opt_bool", None)),
     _interp_shape, _interp_cost,
-    lambda ctx, batch: [_mul_formula("FLOPs", ["N", "outputs"], [batch, numel(ctx.out)], _INTERP_FLOPS[ctx["mode"]], ctx["mode"])],
-    channel="pass", doc="upsample / interpolate", torch="F.interpolate", work=_pool_work, to_torch=_as_module("Upsample"),
+    lambda ctx, batch: [_mul_formula("FLOPs", ["N", "outputs"], [batch, numel(ctx.out)], _INTERP_FLOPS[ctx["mode"]],
+                                     ctx["mode"])],
+    channel="pass", doc="upsample / interpolate", torch="F.interpolate", work=_pool_work,
+    to_torch=_as_module("Upsample"),
     imports=_modules(_upsample_import, "Upsample") + _calls(_interpolate_call, "torch.nn.functional.interpolate")))
 
 
@@ -1007,7 +1040,8 @@ def _bin_shape(ctx: Ctx):
     out = ctx.x
     for s in ctx.ins[1:]:
         if len(s) != rank:
-            raise ctx.fail(f"inputs have different ranks: [N, {', '.join(map(str, ctx.x))}] and [N, {', '.join(map(str, s))}]")
+            raise ctx.fail(f"inputs have different ranks: [N, {', '.join(map(str, ctx.x))}] and "
+                           f"[N, {', '.join(map(str, s))}]")
         out = _broadcast(ctx, out, s, "inputs")
     if ctx["inplace"] and out != ctx.x:
         raise ctx.fail(f"an in-place op writes into its first input [N, {', '.join(map(str, ctx.x))}], which cannot "
@@ -1055,8 +1089,8 @@ def _bin_factory(kind: str, torch: str, symbol: str, calls: tuple[str, ...], in_
         return h
 
     return OpRule(kind, "elementwise", (Attr("scalar", "opt_float", None), _INPLACE), _bin_shape, cost, formula,
-                  saves=saves, arity=(1, None), channel="unify", doc=f"elementwise {kind} with broadcasting", torch=torch,
-                  work="elementwise", fusion="operand", to_torch=to_torch,
+                  saves=saves, arity=(1, None), channel="unify", doc=f"elementwise {kind} with broadcasting",
+                  torch=torch, work="elementwise", fusion="operand", to_torch=to_torch,
                   imports=_calls(handler(False), *calls) + _calls(handler(True), *in_place))
 
 
@@ -1210,7 +1244,8 @@ def _shuffle_shape(ctx: Ctx):
     if len(ctx.x) < 2:
         raise ctx.fail("expects [N, C, …] with at least one dim after the channels, as nn.ChannelShuffle does")
     if ctx.x[0] % ctx["groups"]:
-        raise ctx.fail(f"groups {ctx['groups']} does not divide the {ctx.x[0] if ctx.x else 0} channels", "groups", ctx["groups"])
+        raise ctx.fail(f"groups {ctx['groups']} does not divide the {ctx.x[0] if ctx.x else 0} channels", "groups",
+                       ctx["groups"])
     return ctx.x
 
 
@@ -1395,7 +1430,8 @@ register(OpRule(
      Attr("select", "bool", False, doc="index one position and drop the dim (x[:, 0])")),
     _slice_shape, _zero_cost, _zero_formula, alias=True, doc="x[..., start:end:step] or x[:, i] along one dim",
     torch="Tensor.__getitem__", work="shape", to_torch=_slice_torch,
-    imports=_calls(_getitem_import, "operator.getitem") + _calls(_split_import, "torch.chunk", "torch.split", "chunk", "split")
+    imports=_calls(_getitem_import, "operator.getitem")
+    + _calls(_split_import, "torch.chunk", "torch.split", "chunk", "split")
     + _calls(_select_import, "torch.select", "select") + _calls(_narrow_import, "torch.narrow", "narrow")))
 
 
@@ -1469,7 +1505,8 @@ def _einsum_parse(ctx: Ctx):
             raise ctx.fail(f"operand '{term}' has {len(term)} letters for a {len(full)}-d input", "equation", eq)
         for letter, size in zip(term[1:], full[1:]):
             if sizes.setdefault(letter, size) != size and 1 not in (size, sizes[letter]):
-                raise ctx.fail(f"letter '{letter}' is {sizes[letter]} in one operand and {size} in another", "equation", eq)
+                raise ctx.fail(f"letter '{letter}' is {sizes[letter]} in one operand and {size} in another",
+                               "equation", eq)
             sizes[letter] = max(sizes[letter], size)
     if any(t[0] != out[0] for t in terms):
         raise ctx.fail("the first letter of every operand and of the output must be the batch", "equation", eq)
@@ -1494,7 +1531,8 @@ def _einsum_import(c, n):
 
 
 register(OpRule("einsum", "matmul", (Attr("equation", "any"),), _einsum_shape, _einsum_cost,
-                lambda ctx, batch: [FormulaLine("MACs", "N · ∏ index sizes", f"{batch} · {_dims(tuple(_einsum_parse(ctx)[2].values()))}",
+                lambda ctx, batch: [FormulaLine("MACs", "N · ∏ index sizes",
+                                                f"{batch} · {_dims(tuple(_einsum_parse(ctx)[2].values()))}",
                                                 batch * _einsum_cost(ctx).macs)],
                 saves=lambda ctx: Saves(inputs=tuple(range(len(ctx.ins)))), arity=(1, None),
                 doc="torch.einsum whose operands all lead with the batch", torch="torch.einsum", work="linear",
@@ -1574,9 +1612,11 @@ register(OpRule(
     "multihead_attention", "attention",
     (Attr("embed_dim", "pos"), Attr("num_heads", "pos"), Attr("bias", "bool", True)),
     _mha_shape, _mha_cost,
-    lambda ctx, batch: [FormulaLine("MACs", "N·(L·E·E·3 + 2·L²·E + L·E·E)", f"{batch}·(…)", batch * _mha_cost(ctx).macs)],
+    lambda ctx, batch: [FormulaLine("MACs", "N·(L·E·E·3 + 2·L²·E + L·E·E)", f"{batch}·(…)",
+                                    batch * _mha_cost(ctx).macs)],
     _mha_params, saves=lambda ctx: Saves(inputs=(0, 1, 2), output=True), arity=(3, 3), channel="none",
-    doc="nn.MultiheadAttention (batch_first): projections, attention and output projection", torch="nn.MultiheadAttention",
+    doc="nn.MultiheadAttention (batch_first): projections, attention and output projection",
+    torch="nn.MultiheadAttention",
     work="linear", to_torch=_mha_torch, imports=_modules(_mha_import, "MultiheadAttention")))
 
 
@@ -1591,7 +1631,8 @@ def _win_shape(ctx: Ctx):
     if len(ctx.x) != 3:
         raise ctx.fail("expects channels-last [N, H, W, C]")
     if ctx.x[2] % ctx["num_heads"]:
-        raise ctx.fail(f"num_heads {ctx['num_heads']} does not divide {ctx.x[2]} channels", "num_heads", ctx["num_heads"])
+        raise ctx.fail(f"num_heads {ctx['num_heads']} does not divide {ctx.x[2]} channels", "num_heads",
+                       ctx["num_heads"])
     return ctx.x
 
 

@@ -14,9 +14,8 @@ Elementwise, normalisation and pooling ops add FLOPs but no MACs.
 from __future__ import annotations
 
 import difflib
-from math import isfinite
 from dataclasses import dataclass, field
-from math import prod
+from math import isfinite, prod
 from typing import Any, Callable
 
 from .errors import NetworkError
@@ -217,7 +216,8 @@ class OpRule:
     """
 
     kind: str
-    category: str            # conv | linear | matmul | attention | norm | activation | pool | elementwise | shape | misc
+    # conv | linear | matmul | attention | norm | activation | pool | elementwise | shape | misc
+    category: str
     attrs: tuple[Attr, ...]
     shape: Callable[[Ctx], tuple[int, ...]]
     cost: Callable[[Ctx], Cost]
@@ -306,7 +306,8 @@ def validate_attrs(rule: OpRule, node: str, given: dict) -> dict:
     for k in given:
         if k not in known:
             close = difflib.get_close_matches(k, known, n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else f" ({rule.kind} takes: {', '.join(sorted(known)) or 'none'})"
+            hint = (f" (did you mean '{close[0]}'?)" if close
+                    else f" ({rule.kind} takes: {', '.join(sorted(known)) or 'none'})")
             raise NetworkError(f"unknown attribute for op '{rule.kind}'{hint}", node=node, field=k, value=given[k])
     out = {}
     for a in rule.attrs:
@@ -340,7 +341,8 @@ def _check(a: Attr, v: Any, node: str) -> Any:
     if k == "padding":
         if isinstance(v, str):
             if v not in ("same", "valid"):
-                raise NetworkError("padding must be an integer, a pair, 'same' or 'valid'", node=node, field=a.name, value=v)
+                raise NetworkError("padding must be an integer, a pair, 'same' or 'valid'", node=node, field=a.name,
+                                   value=v)
             return v
         return _pair(v, 0, node, a.name)
     if k == "bool":
@@ -362,7 +364,8 @@ def _check(a: Attr, v: Any, node: str) -> Any:
     if k == "opt_pair":
         if v is None or _is_int(v):
             v = (v, v)
-        if not (isinstance(v, tuple) and len(v) == 2 and all(i is None or (_is_int(i) and 1 <= i <= MAX_DIM) for i in v)):
+        if not (isinstance(v, tuple) and len(v) == 2
+                and all(i is None or (_is_int(i) and 1 <= i <= MAX_DIM) for i in v)):
             raise NetworkError("expected a positive integer, a pair of them, or null", node=node, field=a.name, value=v)
         return v
     if k in ("opt_pos", "opt_nonneg", "opt_bool", "opt_float", "opt_pair_stride") and v is None:
