@@ -13,6 +13,8 @@ from torch.utils.flop_counter import FlopCounterMode
 
 import core
 from core.bridge.fx_import import from_module
+from core.bridge.to_torch import to_module, to_source
+from core.registry import REGISTRY, Cost, Importer, OpRule, TorchExpr, numel, register
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -127,3 +129,91 @@ def test_cli_analyzes_a_python_file(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "core", "analyze", f"{f}:Missing", "--input", "1x28x28"],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "Missing" in bad.stderr and "Traceback" not in bad.stderr
+
+
+# == in place ======================================================================================================
+
+class InPlace(nn.Module):
+    """Every way torch writes an op in place, and the plain forms that do not."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.act = nn.ReLU(inplace=True)
+        self.plain = nn.ReLU()
+        self.conv2 = nn.Conv2d(4, 4, 1)
+        self.swish = nn.Hardswish(inplace=True)
+        self.gate = nn.Hardsigmoid()
+
+    def forward(self, x):
+        y = self.plain(self.act(self.conv(x)))
+        y = torch.relu_(F.relu(F.relu(y, inplace=True)))
+        y = y.relu_().relu()
+        out = self.conv2(y)
+        out += y
+        out = out.add_(y)         # fx follows values, not mutation: an in-place method's result must be used
+        out *= 2.0
+        out = out + y
+        return self.gate(self.swish(out))
+
+
+def test_in_place_calls_give_in_place_nodes():
+    m = InPlace().eval()
+    net = from_module(m, (3, 5, 5)).network
+    assert [(n.op, bool(n.get("inplace"))) for n in net.nodes] == [
+        ("conv2d", False), ("relu", True), ("relu", False),                 # nn.ReLU(inplace=True), nn.ReLU()
+        ("relu", True), ("relu", False), ("relu", True),                    # F.relu(inplace=True), F.relu, relu_
+        ("relu", True), ("relu", False), ("conv2d", False),                 # x.relu_(), x.relu()
+        ("add", True), ("add", True), ("mul", True), ("add", False),        # +=, add_, *=, +
+        ("hardswish", True), ("hardsigmoid", False)]
+    assert [n.name for n in net.nodes if n.op in ("add", "mul")] == ["add", "add_", "mul", "add_1"]
+    # converted back, it computes what the module computes
+    back = to_module(net).eval()
+    back.load_state_dict(m.state_dict())
+    x = torch.randn(2, 3, 5, 5)
+    with torch.no_grad():
+        assert torch.allclose(back(x.clone()), m(x.clone()), atol=1e-6)
+
+
+# == an op added in a test alone ===================================================================================
+
+@pytest.fixture
+def toy_square():
+    """A toy op, ``torch.square``, registered here and nowhere else: its rule says how it imports and how it becomes
+    torch again. Removed from the registry afterwards."""
+    def square(c, n):
+        return c.emit(c.scoped(n), "toy_square", [c.ref(n.args[0])])
+
+    rule = register(OpRule(
+        "toy_square", "elementwise", (), shape=lambda ctx: ctx.x,
+        cost=lambda ctx: Cost(flops=numel(ctx.x), bwd_input=(2 * numel(ctx.x),)),     # x·x; backward 2·x·g
+        formula=lambda ctx, batch: [], channel="pass", torch="torch.square", work="elementwise",
+        to_torch=lambda n, xs: TorchExpr(f"torch.square({xs[0]})"),
+        imports=(Importer("function", "torch.square", square), Importer("method", "square", square))))
+    yield rule
+    del REGISTRY["toy_square"]
+
+
+def test_an_op_added_in_a_test_alone_imports_and_converts_back(toy_square):
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 3)
+
+        def forward(self, x):
+            return self.fc(torch.square(x)).square()
+
+    m = Net().eval()
+    result = from_module(m, (4,))
+    assert result.unsupported == ()
+    assert [(n.name, n.op) for n in result.network.nodes] == [("square", "toy_square"), ("fc", "linear"),
+                                                              ("square_1", "toy_square")]
+    # 4 + 3 squares and 4·3 = 12 multiply-adds per sample, at batch 2
+    assert core.analyze(result.network, batch_size=2).totals["flops"] == 2 * (4 + 2 * 12 + 3)
+    x = torch.randn(2, 4)
+    scope: dict = {}
+    exec(to_source(result.network), scope)
+    for back in (to_module(result.network), scope["model"]):
+        back.load_state_dict(m.state_dict())
+        with torch.no_grad():
+            assert torch.allclose(back(x), m(x), atol=1e-6)

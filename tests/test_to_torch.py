@@ -7,6 +7,7 @@ networks are built on the meta device; real forward passes use small inputs (2 C
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from contextlib import nullcontext
@@ -21,7 +22,9 @@ from torch import nn
 
 import core
 from core import Network, Node
+from core.bridge.fx_import import import_table
 from core.bridge.to_torch import to_module, to_source
+from core.registry import Importer
 
 N = Node.make
 BATCH = 2
@@ -203,6 +206,7 @@ _ALL_CASES = [
     one("layer_norm_no_affine", (5, 8), "layer_norm", elementwise_affine=False),
     one("group_norm", (6, 3, 3), "group_norm", num_groups=3),
     *[one(k, (3, 4, 4), k) for k in _ACTIVATIONS],
+    one("relu_inplace", (3, 4, 4), "relu", inplace=True),      # idempotent: the test's inputs may be overwritten
     one("softmax", (3, 4, 4), "softmax", dim=-1),
     one("log_softmax", (5, 3), "log_softmax", dim=1),
     one("dropout", (3, 4, 4), "dropout", p=0.3),
@@ -219,6 +223,7 @@ _ALL_CASES = [
     one("sub_scalar", (3, 4, 4), "sub", scalar=0.5),
     Case("div_broadcast", {"a": (3, 4, 4), "b": (3, 1, 4)}, [N("y", "div", ("a", "b"))]),
     Case("add_broadcast", {"a": (3, 4, 4), "b": (3, 1, 4)}, [N("y", "add", ("a", "b"))]),
+    Case("add_inplace", {"a": (3, 4, 4), "b": (3, 1, 4)}, [N("y", "add", ("a", "b"), inplace=True)]),
     Case("mul_three", {"a": (3, 4), "b": (3, 4), "c": (1, 4)}, [N("y", "mul", ("a", "b", "c"))]),
     Case("concat", {"a": (2, 4), "b": (5, 4)}, [N("y", "concat", ("a", "b"), dim=1)]),
     Case("matmul", {"a": (4, 5), "b": (5, 6)}, [N("y", "matmul", ("a", "b"))]),
@@ -263,6 +268,48 @@ UNCONVERTIBLE = {"opaque": {"shape": (4,), "target": "torch.fft.fft"}}    # no r
 def test_every_op_kind_has_a_case():
     covered = {n.op for c in CASES for n in c.nodes} | set(UNCONVERTIBLE)
     assert set(core.REGISTRY) - covered == set()
+
+
+def test_every_rule_says_how_it_becomes_torch():
+    assert [k for k, rule in core.REGISTRY.items() if not callable(rule.to_torch)] == []
+    with pytest.raises(RuntimeError, match="to_torch"):
+        dataclasses.replace(core.REGISTRY["relu"], to_torch=None)      # a rule without one is refused
+
+
+def test_every_importer_target_resolves():
+    import torchvision.models.swin_transformer  # noqa: F401 — torchvision's functions resolve once it is imported
+
+    table = import_table()
+    assert table.unresolved == ()
+    targets = [imp.target for rule in core.REGISTRY.values() for imp in rule.imports]
+    assert len(table.modules) + len(table.functions) + len(table.methods) == len(targets)
+    # a typo names nothing, and is reported as such
+    typo = dataclasses.replace(core.REGISTRY["relu"], kind="toy",
+                               imports=(Importer("function", "torch.nn.functional.rleu", lambda c, n: None),
+                                        Importer("module", "torch.nn.ReLu", lambda c, n, m: None)))
+    assert import_table({"toy": typo}).unresolved == ("torch.nn.functional.rleu", "torch.nn.ReLu")
+
+
+def test_a_torch_object_imports_to_one_op_only():
+    # torch.nn.functional.relu_ is torch.relu_ itself: naming it again, for another op, is refused
+    twice = dataclasses.replace(core.REGISTRY["relu6"], kind="toy",
+                                imports=(Importer("function", "torch.nn.functional.relu_", lambda c, n: None),))
+    with pytest.raises(RuntimeError, match="relu_"):
+        import_table({**core.REGISTRY, "toy": twice})
+
+
+def test_in_place_nodes_stay_in_place():
+    net = Network.make("inplace", {"a": (3, 4), "b": (3, 4)},
+                       [N("s", "add", ("a", "b"), inplace=True), N("r", "relu", "s", inplace=True),
+                        N("h", "hardswish", "r")])
+    code = to_source(net)
+    assert "s = a + b" in code                                  # an in-place add is written out of place
+    assert "nn.ReLU(inplace=True)" in code and "nn.Hardswish()" in code
+    assert to_module(net).r.inplace and not to_module(net).h.inplace
+    a, b = torch.randn(BATCH, 3, 4), torch.randn(BATCH, 3, 4)
+    expected = F.hardswish(torch.relu(a + b))
+    for model in (to_module(net), exec_source(code)):
+        assert torch.equal(model(a, b), expected)
 
 
 def _inputs(net: Network) -> list[torch.Tensor]:

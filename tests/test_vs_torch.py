@@ -20,6 +20,8 @@ from torch import nn
 
 import core
 from core import Network, Node
+from core.graph import compile_network
+from core.registry import WORK_CLASSES
 from torch_ref import BATCH, Fn, Lambda, Seq, flops_of, fwd_bwd_flops, mac_layer_flops, n_params, split_grouped
 
 N = Node.make
@@ -314,6 +316,13 @@ def test_case_ids_unique():
 def test_every_registered_op_has_a_torch_case():
     covered = {n.op for c in CASES for n in c.nodes}
     assert set(core.REGISTRY) - covered == set(), "ops with no torch comparison"
+
+
+def test_every_torch_case_node_has_a_class_of_work():
+    """Each rule's ``work`` (a class or a function of the node) gives one of WORK_CLASSES for every node here."""
+    for case in CASES:
+        for n in compile_network(case.network()).nodes:
+            assert n.rule.work_class(n.ctx) in WORK_CLASSES, (case.id, n.name)
 
 
 def test_flop_cases_cover_the_mac_ops():

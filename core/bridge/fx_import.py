@@ -4,6 +4,14 @@ No weights are allocated for the analysis: a module on the "meta" device is run 
 under a FakeTensorMode (shapes only, no arithmetic). Shapes come from PyTorch itself, so the IR's shape propagation
 is checked against them node by node.
 
+Which torch calls import to which op, and how, is said by the rules themselves (``OpRule.imports`` in ``core.ops``):
+``nn`` modules by class, functions by the function object itself, ``Tensor`` methods by name (fx records them as
+strings). This module is the machinery: tracing, running on fake tensors, constants, opaque nodes, shape checks,
+and the small API the importers call (``_Converter.arg``, ``value``, ``emit``, ``ref``, ``claim``, …).
+
+In place is kept: ``nn.ReLU(inplace=True)``, ``F.relu(x, inplace=True)``, ``x.relu_()`` and ``out += x`` give IR
+nodes with ``inplace=True`` (fx records ``+=`` as ``operator.add``; the tracer here records ``operator.iadd``).
+
 An op the IR has no rule for becomes an explicit ``opaque`` node with torch's shape, and is listed in
 ``ImportResult.unsupported`` and the warnings — never counted as zero in silence. Computation that does not depend on
 the input (relative-position tables, a bias MLP over a constant grid) is done once per forward, whatever the batch:
@@ -12,12 +20,15 @@ its parameters are counted, its arithmetic is not modelled (a warning says so).
 
 from __future__ import annotations
 
+import operator
+import sys
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, NamedTuple
 
 from ..errors import NetworkError
 from ..graph import compile_network
 from ..ir import Network, Node
+from ..registry import REGISTRY, OpRule
 
 TRACE_BATCH = 2        # the batch used while tracing; dim 0 of every activation must be this
 
@@ -53,11 +64,76 @@ def from_module(module, input_shape, *, name: str | None = None) -> ImportResult
     return ImportResult(network, tuple(conv.warnings), tuple(conv.unsupported))
 
 
+# == which torch calls import to which op ==========================================================================
+
+class ImportTable(NamedTuple):
+    """The rules' importers, resolved: each value is (rule, handler)."""
+
+    modules: dict        # nn.Module class → (rule, handler(c, n, module)); subclasses match too
+    functions: dict      # function object → (rule, handler(c, n))
+    methods: dict        # Tensor method name → (rule, handler(c, n))
+    unresolved: tuple[str, ...]     # targets that name nothing (a typo, or a library not imported yet)
+
+
+def _resolve(path: str) -> Any:
+    """The object at a dotted path, looked up in modules already imported (none is imported here: torchvision's
+    functions resolve once a model that uses them has imported torchvision); None if there is none."""
+    parts = path.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        obj = sys.modules.get(".".join(parts[:i]))
+        if obj is None:
+            continue
+        for name in parts[i:]:
+            obj = getattr(obj, name, None)
+        return obj
+    return None
+
+
+def import_table(rules: dict[str, OpRule] | None = None) -> ImportTable:
+    """Every importer of ``rules`` (default: the registry), keyed by the torch object itself (methods by name).
+    The same object (or method name) registered twice is an error."""
+    import torch
+
+    tables: dict[str, dict] = {"module": {}, "function": {}, "method": {}}
+    where: dict[Any, str] = {}
+    unresolved = []
+    for rule in (REGISTRY if rules is None else rules).values():
+        for imp in rule.imports:
+            key = imp.target if imp.kind == "method" else _resolve(imp.target)
+            if imp.kind == "module" and not (isinstance(key, type) and issubclass(key, torch.nn.Module)):
+                key = None
+            if key is None or (imp.kind == "function" and (isinstance(key, type) or not callable(key))):
+                unresolved.append(imp.target)
+                continue
+            table = tables[imp.kind]
+            if key in table:
+                raise RuntimeError(f"{imp.kind} {imp.target} imports to op '{rule.kind}' and also to op "
+                                   f"'{table[key][0].kind}' (as {where[imp.kind, key]})")
+            table[key] = (rule, imp.handler)
+            where[imp.kind, key] = imp.target
+    return ImportTable(tables["module"], tables["function"], tables["method"], tuple(unresolved))
+
+
+# == tracing ======================================================================================================
+
 def _trace(module):
     import torch.fx as fx
 
+    class Proxy(fx.Proxy):
+        """fx's Proxy has no in-place operators, so ``out += x`` would trace as ``operator.add``: these record
+        ``operator.iadd`` (``isub``, ``imul``, ``itruediv``), which the graph runs in place."""
+
+    for name in ("iadd", "isub", "imul", "itruediv"):
+        op = getattr(operator, name)
+        setattr(Proxy, f"__{name}__",
+                lambda self, other, op=op: self.tracer.create_proxy("call_function", op, (self, other), {}))
+
+    class Tracer(fx.Tracer):
+        def proxy(self, node):
+            return Proxy(node, self)
+
     try:
-        tracer = fx.Tracer()
+        tracer = Tracer()
         graph = tracer.trace(module)
     except Exception as e:  # noqa: BLE001 — tracing runs user code; report what failed, where
         raise NetworkError(f"torch.fx could not trace the module{_user_frame(e)}: {_short(e)}",
@@ -119,6 +195,7 @@ class _Converter:
         import torch
 
         self.torch = torch
+        self.table = import_table()
         self.gm = gm
         self.root = root            # the original module: it also holds parameters the forward never uses
         self.values = values
@@ -149,7 +226,8 @@ class _Converter:
         """A readable name for a function or method call: the module it runs in, then the call
         ("layer1.0.add", as the calculator's own ResNet names it); "flatten" at the top level."""
         short = _function_key(n.target) if n.op == "call_function" else str(n.target)
-        short = {"getitem": "select", "cat": "concat", "iadd": "add", "imul": "mul"}.get(short, short)
+        short = {"getitem": "select", "cat": "concat", "iadd": "add", "imul": "mul", "isub": "sub",
+                 "itruediv": "truediv"}.get(short, short)
         stack = n.meta.get("nn_module_stack") or {}
         path = next(reversed(stack.values()))[0] if stack else ""
         return f"{path}.{short}" if path else short
@@ -214,6 +292,59 @@ class _Converter:
                                  f"(the IR counts them again; totals may be higher)")
         self.counted.update(names)
 
+    # -- what the importers of core.ops call (besides emit, ref, scoped and out_shape) ------------------------
+    @staticmethod
+    def arg(n, i: int, key: str, default=None):
+        """Argument ``i`` of call ``n``, or its keyword ``key``: an fx node or a Python value."""
+        if len(n.args) > i:
+            return n.args[i]
+        return n.kwargs.get(key, default)
+
+    def value(self, a):
+        """The value of an argument: an fx node's (a fake tensor, or a Python value), lists element by element."""
+        import torch.fx as fx
+
+        if isinstance(a, fx.Node):
+            return self.values[a]
+        if isinstance(a, (list, tuple)):
+            return type(a)(self.value(x) for x in a)
+        return a
+
+    @staticmethod
+    def pair(v) -> tuple:
+        return tuple(v) if isinstance(v, (tuple, list)) else (v, v)
+
+    def is_tensor(self, a) -> bool:
+        """Whether an argument is an fx node whose value is a tensor."""
+        return hasattr(a, "op") and isinstance(self.values[a], self.torch.Tensor)
+
+    def result(self, a):
+        """What an fx node became: an IR name, a list of them (a split, a tuple output), or a constant."""
+        return self.ir[a]
+
+    def claim(self, args) -> tuple[int, int]:
+        """Count the parameters the constant arguments ``args`` were computed from as this node's, once: returns
+        the elements of those not counted before, and of the buffers among them."""
+        own = frozenset().union(*(self.ir[a].params for a in args if hasattr(a, "op")
+                                  and isinstance(self.ir.get(a), _Const)))
+        params, buffers = dict(self.gm.named_parameters()), dict(self.gm.named_buffers())
+        fresh = sum(params[p].numel() for p in own if p in params and p not in self.counted)
+        self.counted.update(own)
+        return fresh, sum(buffers[b].numel() for b in own if b in buffers)
+
+    def warn(self, text: str) -> None:
+        self.warnings.append(text)
+
+    @staticmethod
+    def unsupported(n, why: str) -> Exception:
+        """Raise it when a call cannot be represented: the node becomes ``opaque``, saying ``why``."""
+        return _Unsupported(n, why)
+
+    @staticmethod
+    def unbatched(n) -> Exception:
+        """Raise it when a call's output would not keep the batch first."""
+        return _Unbatched(n)
+
     # -- main loop -------------------------------------------------------------------------------------------------
     def convert(self) -> Network:
         import torch.fx as fx
@@ -267,7 +398,8 @@ class _Converter:
             params = params | {f"{n.target}.{p}" for p, _ in mod.named_parameters()}
         if isinstance(self.values[n], self.torch.Tensor):
             self.const_params.update(p for p in params if p not in self.buffer_names)
-            if n.op == "call_module" or _function_key(n.target) in ("linear", "matmul", "einsum", "bmm"):
+            rule = self.table.functions.get(n.target, (None,))[0] if n.op == "call_function" else None
+            if n.op == "call_module" or (rule is not None and rule.work == "linear"):   # a matrix product
                 self.const_work.append(n.target if n.op == "call_module" else n.name)
         return _Const(self.values[n], params)
 
@@ -300,7 +432,8 @@ class _Converter:
         const = sorted({p.rsplit(".", 1)[0] for p in left if p in self.const_params})
         if const:
             self.warnings.append("parameters used only on input-independent paths are counted, their arithmetic "
-                                 f"(once per forward) is not: {', '.join(const[:6])}" + (" …" if len(const) > 6 else ""))
+                                 f"(once per forward) is not: {', '.join(const[:6])}"
+                                 + (" …" if len(const) > 6 else ""))
         other = sorted({p.rsplit(".", 1)[0] for p in left if p not in self.const_params})
         if other:
             self.warnings.append(f"parameters not used in the traced forward are counted: {', '.join(other[:6])}")
@@ -324,13 +457,10 @@ class _Converter:
     def convert_node(self, n):
         if n.op == "call_module":
             mod = self.gm.get_submodule(n.target)
-            handler = _MODULES.get(type(mod))
-            if handler is None:
-                for cls, h in _MODULES.items():
-                    if isinstance(mod, cls):
-                        handler = h
-                        break
-            if handler is None:
+            found = self.table.modules.get(type(mod))
+            if found is None:
+                found = next((v for cls, v in self.table.modules.items() if isinstance(mod, cls)), None)
+            if found is None:
                 raise _Unsupported(n, f"module {type(mod).__name__}")
             count = self.module_calls.get(n.target, 0)
             self.module_calls[n.target] = count + 1
@@ -338,12 +468,11 @@ class _Converter:
                 self.warnings.append(f"{n.target} is called {count + 1} times; each call is a node")
             else:
                 self.claim_module(n.target, mod)
-            return handler(self, n, mod)
-        key = n.target if n.op == "call_method" else _function_key(n.target)
-        handler = (_METHODS if n.op == "call_method" else _FUNCTIONS).get(key)
-        if handler is None:
+            return found[1](self, n, mod)
+        found = (self.table.methods if n.op == "call_method" else self.table.functions).get(n.target)
+        if found is None:
             raise _Unsupported(n, f"{'method' if n.op == 'call_method' else 'function'} {_target_name(n)}")
-        return handler(self, n)
+        return found[1](self, n)
 
 
 class _Unsupported(Exception):
@@ -375,477 +504,10 @@ def _target_name(n) -> str:
     if n.op == "call_module":
         return n.target
     t = n.target
-    return t if isinstance(t, str) else f"{getattr(t, '__module__', '') or ''}.{getattr(t, '__name__', repr(t))}".lstrip(".")
+    if isinstance(t, str):
+        return t
+    return f"{getattr(t, '__module__', '') or ''}.{getattr(t, '__name__', repr(t))}".lstrip(".")
 
 
 def _function_key(fn) -> str:
     return getattr(fn, "__name__", repr(fn))
-
-
-def _arg(n, i: int, key: str, default=None):
-    if len(n.args) > i:
-        return n.args[i]
-    return n.kwargs.get(key, default)
-
-
-def _value(c: "_Converter", a):
-    """A Python value of an argument (constants resolved)."""
-    import torch.fx as fx
-
-    if isinstance(a, fx.Node):
-        v = c.values[a]
-        return v
-    if isinstance(a, (list, tuple)):
-        return type(a)(_value(c, x) for x in a)
-    return a
-
-
-def _pair(v):
-    return tuple(v) if isinstance(v, (tuple, list)) else (v, v)
-
-
-# == module handlers ==============================================================================================
-
-def _conv(c, n, m):
-    pad = m.padding if isinstance(m.padding, str) else _pair(m.padding)
-    if m.padding_mode != "zeros":
-        c.warnings.append(f"{n.target}: padding_mode '{m.padding_mode}' is costed like zero padding")
-    return c.emit(n.target, "conv2d", [c.ref(n.args[0])], out_channels=m.out_channels, kernel_size=_pair(m.kernel_size),
-                  stride=_pair(m.stride), padding=pad, dilation=_pair(m.dilation), groups=m.groups,
-                  bias=m.bias is not None)
-
-
-def _convt(c, n, m):
-    return c.emit(n.target, "conv_transpose2d", [c.ref(n.args[0])], out_channels=m.out_channels,
-                  kernel_size=_pair(m.kernel_size), stride=_pair(m.stride), padding=_pair(m.padding),
-                  output_padding=_pair(m.output_padding), dilation=_pair(m.dilation), groups=m.groups,
-                  bias=m.bias is not None)
-
-
-def _linear(c, n, m):
-    return c.emit(n.target, "linear", [c.ref(n.args[0])], out_features=m.out_features, bias=m.bias is not None)
-
-
-def _bn(c, n, m):
-    return c.emit(n.target, "batch_norm", [c.ref(n.args[0])], eps=m.eps, momentum=m.momentum, affine=m.affine,
-                  track_running_stats=m.track_running_stats)
-
-
-def _ln(c, n, m):
-    return c.emit(n.target, "layer_norm", [c.ref(n.args[0])], normalized_ndim=len(m.normalized_shape), eps=m.eps,
-                  elementwise_affine=m.elementwise_affine, bias=getattr(m, "bias", None) is not None)
-
-
-def _gn(c, n, m):
-    return c.emit(n.target, "group_norm", [c.ref(n.args[0])], num_groups=m.num_groups, eps=m.eps, affine=m.affine)
-
-
-def _simple(op: str, **fixed) -> Callable:
-    def h(c, n, m):
-        return c.emit(n.target, op, [c.ref(n.args[0])], **fixed)
-    return h
-
-
-def _dim_module(op: str) -> Callable:
-    def h(c, n, m):
-        return c.emit(n.target, op, [c.ref(n.args[0])], dim=m.dim if m.dim is not None else -1)
-    return h
-
-
-def _dropout(c, n, m):
-    return c.emit(n.target, "dropout", [c.ref(n.args[0])], p=float(m.p))
-
-
-def _flatten_mod(c, n, m):
-    return c.emit(n.target, "flatten", [c.ref(n.args[0])], start_dim=m.start_dim, end_dim=m.end_dim)
-
-
-def _maxpool(c, n, m):
-    return c.emit(n.target, "max_pool2d", [c.ref(n.args[0])], kernel_size=_pair(m.kernel_size),
-                  stride=_pair(m.stride) if m.stride is not None else None, padding=_pair(m.padding),
-                  dilation=_pair(m.dilation), ceil_mode=m.ceil_mode)
-
-
-def _avgpool(c, n, m):
-    return c.emit(n.target, "avg_pool2d", [c.ref(n.args[0])], kernel_size=_pair(m.kernel_size),
-                  stride=_pair(m.stride) if m.stride is not None else None, padding=_pair(m.padding),
-                  ceil_mode=m.ceil_mode, count_include_pad=m.count_include_pad, divisor_override=m.divisor_override)
-
-
-def _adaptive(op: str) -> Callable:
-    def h(c, n, m):
-        return c.emit(n.target, op, [c.ref(n.args[0])], output_size=_pair(m.output_size))
-    return h
-
-
-def _upsample(c, n, m):
-    return _interp_common(c, n, n.target, m.size, m.scale_factor, m.mode, m.align_corners)
-
-
-def _mha(c, n, m):
-    if not m.batch_first:
-        raise _Unsupported(n, "nn.MultiheadAttention with batch_first=False")
-    q, k, v = (c.ref(_arg(n, i, key)) for i, key in enumerate(("query", "key", "value")))
-    name = c.emit(n.target, "multihead_attention", [q, k, v], embed_dim=m.embed_dim, num_heads=m.num_heads,
-                  bias=m.in_proj_bias is not None)
-    return [name, None]      # (attn_output, attn_weights); the weights are not modelled
-
-
-def _modules() -> dict:
-    import torch.nn as nn
-
-    return {
-        nn.Conv2d: _conv, nn.ConvTranspose2d: _convt, nn.Linear: _linear,
-        nn.BatchNorm1d: _bn, nn.BatchNorm2d: _bn, nn.LayerNorm: _ln, nn.GroupNorm: _gn,
-        nn.ReLU: _simple("relu"), nn.ReLU6: _simple("relu6"), nn.SiLU: _simple("silu"),
-        nn.GELU: lambda c, n, m: c.emit(n.target, "gelu", [c.ref(n.args[0])], approximate=m.approximate),
-        nn.Hardswish: _simple("hardswish"), nn.Hardsigmoid: _simple("hardsigmoid"), nn.Sigmoid: _simple("sigmoid"),
-        nn.Tanh: _simple("tanh"), nn.Softmax: _dim_module("softmax"), nn.LogSoftmax: _dim_module("log_softmax"),
-        nn.Dropout: _dropout, nn.Dropout2d: _dropout, nn.AlphaDropout: _dropout, nn.Identity: _simple("identity"),
-        nn.Flatten: _flatten_mod, nn.MaxPool2d: _maxpool, nn.AvgPool2d: _avgpool,
-        nn.AdaptiveAvgPool2d: _adaptive("adaptive_avg_pool2d"), nn.AdaptiveMaxPool2d: _adaptive("adaptive_max_pool2d"),
-        nn.Upsample: _upsample, nn.ChannelShuffle: lambda c, n, m: c.emit(n.target, "channel_shuffle",
-                                                                           [c.ref(n.args[0])], groups=m.groups),
-        nn.MultiheadAttention: _mha,
-    }
-
-
-class _LazyTable(dict):
-    def __init__(self, build):
-        super().__init__()
-        self._build = build
-
-    def _fill(self):
-        if self._build is not None:
-            self.update(self._build())
-            self._build = None
-
-    def get(self, key, default=None):
-        self._fill()
-        return super().get(key, default)
-
-    def items(self):
-        self._fill()
-        return super().items()
-
-
-_MODULES = _LazyTable(_modules)
-
-
-# == function and method handlers =================================================================================
-
-def _binary(op: str):
-    def h(c, n):
-        a, b = n.args[0], n.args[1] if len(n.args) > 1 else n.kwargs.get("other")
-        tensors = [x for x in (a, b) if hasattr(x, "op") and isinstance(c.values[x], c.torch.Tensor)]
-        scalars = [x for x in (a, b) if not (hasattr(x, "op") and isinstance(c.values[x], c.torch.Tensor))]
-        if len(tensors) == 2:
-            rank = max(c.values[a].dim(), c.values[b].dim())
-            return c.emit(c.scoped(n), op, [c.ref(a, rank), c.ref(b, rank)])
-        value = float(_value(c, scalars[0]))
-        if op in ("sub", "div") and scalars[0] is a:
-            raise _Unsupported(n, f"a scalar {'minus' if op == 'sub' else 'divided by'} a tensor")
-        return c.emit(c.scoped(n), op, [c.ref(tensors[0])], scalar=value)
-    return h
-
-
-def _unary(op: str):
-    def h(c, n):
-        return c.emit(c.scoped(n), op, [c.ref(n.args[0])])
-    return h
-
-
-def _gelu_fn(c, n):
-    return c.emit(c.scoped(n), "gelu", [c.ref(n.args[0])], approximate=_value(c, n.kwargs.get("approximate", "none")))
-
-
-def _softmax_fn(op: str):
-    def h(c, n):
-        dim = _value(c, _arg(n, 1, "dim"))
-        return c.emit(c.scoped(n), op, [c.ref(n.args[0])], dim=dim if dim is not None else -1)
-    return h
-
-
-def _cat(c, n):
-    tensors = _arg(n, 0, "tensors")
-    dim = _value(c, _arg(n, 1, "dim", 0))
-    rank = c.values[n].dim()
-    return c.emit(c.scoped(n), "concat", [c.ref(t, rank) for t in tensors], dim=dim)
-
-
-def _flatten_fn(c, n):
-    return c.emit(c.scoped(n), "flatten", [c.ref(n.args[0])], start_dim=_value(c, _arg(n, 1, "start_dim", 0)),
-                  end_dim=_value(c, _arg(n, 2, "end_dim", -1)))
-
-
-def _reshape(c, n):
-    return c.emit(c.scoped(n), "reshape", [c.ref(n.args[0])], shape=c.out_shape(n))
-
-
-def _permute(c, n):
-    dims = n.args[1:] if len(n.args) > 2 or not isinstance(_value(c, _arg(n, 1, "dims")), (list, tuple)) \
-        else _value(c, _arg(n, 1, "dims"))
-    return c.emit(c.scoped(n), "permute", [c.ref(n.args[0])], dims=tuple(_value(c, d) for d in dims))
-
-
-def _transpose(c, n):
-    return c.emit(c.scoped(n), "transpose", [c.ref(n.args[0])], dim0=_value(c, _arg(n, 1, "dim0")),
-                  dim1=_value(c, _arg(n, 2, "dim1")))
-
-
-def _identity(c, n):
-    return c.emit(c.scoped(n), "identity", [c.ref(n.args[0])])
-
-
-def _expand(c, n):
-    src = c.values[n.args[0]]
-    if tuple(src.shape[1:]) == c.out_shape(n):
-        return c.emit(c.scoped(n), "identity", [c.ref(n.args[0])])
-    raise _Unsupported(n, "expand that changes per-sample dims")
-
-
-def _mean(c, n):
-    dim = _value(c, _arg(n, 1, "dim"))
-    if dim is None:
-        raise _Unsupported(n, "a mean over every dim, batch included")
-    dims = tuple(dim) if isinstance(dim, (list, tuple)) else (dim,)
-    return c.emit(c.scoped(n), "mean", [c.ref(n.args[0])], dim=dims, keepdim=bool(_value(c, _arg(n, 2, "keepdim", False))))
-
-
-def _split(c, n):
-    """chunk / split: one slice node per piece, picked later by getitem."""
-    x = c.values[n.args[0]]
-    dim = _value(c, _arg(n, 2, "dim", 0))
-    rank = x.dim()
-    d = dim + rank if dim < 0 else dim
-    pieces = c.values[n]
-    src = c.ref(n.args[0])
-    names, start = [], 0
-    for i, piece in enumerate(pieces):
-        size = piece.shape[d]
-        names.append(c.emit(f"{c.scoped(n)}.{i}", "slice", [src], dim=d, start=start, end=start + size))
-        start += size
-    return names
-
-
-def _getitem(c, n):
-    src, idx = n.args
-    r = c.ir[src]
-    if isinstance(r, list):
-        picked = r[_value(c, idx)]
-        if picked is None:
-            raise _Unsupported(n, "an output the IR does not model (attention weights)")
-        return picked
-    index = _value(c, idx)
-    index = index if isinstance(index, tuple) else (index,)
-    name = c.ref(src)
-    rank = c.values[src].dim()
-    if Ellipsis in index:
-        at = index.index(Ellipsis)
-        index = index[:at] + (slice(None),) * (rank - len(index) + 1) + index[at + 1:]
-    removed = 0
-    for d, item in enumerate(index):
-        if d == 0:
-            if item != slice(None):
-                raise _Unbatched(n)
-            continue
-        if isinstance(item, slice):
-            if item == slice(None):
-                continue
-            s = slice(item.start or 0, item.stop if item.stop is not None else 2 ** 24, item.step or 1)
-            name = c.emit(c.scoped(n), "slice", [name], dim=d - removed, start=s.start, end=s.stop, step=s.step)
-        elif isinstance(item, int):
-            name = c.emit(c.scoped(n), "slice", [name], dim=d - removed, start=item, select=True)
-            removed += 1
-        else:
-            raise _Unsupported(n, f"indexing with {type(item).__name__}")
-    return name
-
-
-def _select(c, n):
-    """x.select(dim, index) / torch.select: one position along a dim, which is dropped."""
-    dim, index = _value(c, _arg(n, 1, "dim")), _value(c, _arg(n, 2, "index"))
-    rank = c.values[n.args[0]].dim()
-    d = dim + rank if dim < 0 else dim
-    if d == 0:
-        raise _Unbatched(n)
-    return c.emit(c.scoped(n), "slice", [c.ref(n.args[0])], dim=d, start=index, select=True)
-
-
-def _narrow(c, n):
-    dim, start, length = (_value(c, _arg(n, i, k)) for i, k in ((1, "dim"), (2, "start"), (3, "length")))
-    rank = c.values[n.args[0]].dim()
-    d = dim + rank if dim < 0 else dim
-    if d == 0:
-        raise _Unbatched(n)
-    return c.emit(c.scoped(n), "slice", [c.ref(n.args[0])], dim=d, start=start, end=start + length)
-
-
-def _matmul(c, n):
-    return c.emit(c.scoped(n), "matmul", [c.ref(n.args[0]), c.ref(n.args[1])])
-
-
-def _sdpa(c, n):
-    if _value(c, n.kwargs.get("attn_mask")) is not None:
-        c.warnings.append(f"{n.name}: the attention mask is not costed")
-    return c.emit(c.scoped(n), "sdpa", [c.ref(a) for a in n.args[:3]], is_causal=bool(n.kwargs.get("is_causal", False)))
-
-
-def _linear_fn(c, n):
-    w = c.values[_arg(n, 1, "weight")]
-    bias = _arg(n, 2, "bias")
-    _claim_const(c, [_arg(n, 1, "weight"), bias])
-    return c.emit(c.scoped(n), "linear", [c.ref(n.args[0])], out_features=w.shape[0], bias=bias is not None)
-
-
-def _layer_norm_fn(c, n):
-    shape = _value(c, _arg(n, 1, "normalized_shape"))
-    w, b = _arg(n, 2, "weight"), _arg(n, 3, "bias")
-    _claim_const(c, [w, b])
-    return c.emit(c.scoped(n), "layer_norm", [c.ref(n.args[0])], normalized_ndim=len(shape),
-                  eps=float(_value(c, _arg(n, 4, "eps", 1e-5))), elementwise_affine=w is not None, bias=b is not None)
-
-
-def _claim_const(c, args) -> None:
-    for a in args:
-        if hasattr(a, "op") and isinstance(c.ir.get(a), _Const):
-            c.counted.update(c.ir[a].params)
-
-
-def _pool_fn(op: str):
-    def h(c, n):
-        k = _pair(_value(c, _arg(n, 1, "kernel_size")))
-        stride = _value(c, _arg(n, 2, "stride"))
-        attrs = dict(kernel_size=k, stride=_pair(stride) if stride else None,
-                     padding=_pair(_value(c, _arg(n, 3, "padding", 0))))
-        if op == "max_pool2d":
-            attrs.update(dilation=_pair(_value(c, _arg(n, 4, "dilation", 1))),
-                         ceil_mode=bool(_value(c, _arg(n, 5, "ceil_mode", False))))
-        else:
-            attrs.update(ceil_mode=bool(_value(c, _arg(n, 4, "ceil_mode", False))),
-                         count_include_pad=bool(_value(c, _arg(n, 5, "count_include_pad", True))))
-        return c.emit(c.scoped(n), op, [c.ref(n.args[0])], **attrs)
-    return h
-
-
-def _adaptive_fn(op: str):
-    def h(c, n):
-        return c.emit(c.scoped(n), op, [c.ref(n.args[0])], output_size=_pair(_value(c, _arg(n, 1, "output_size"))))
-    return h
-
-
-def _interp_common(c, n, base, size, scale, mode, align):
-    if size is not None:
-        size = _pair(size)
-    elif scale is not None:
-        scale = tuple(float(s) for s in _pair(scale))
-    return c.emit(base, "interpolate", [c.ref(n.args[0])], size=size, scale_factor=scale, mode=mode,
-                  align_corners=align if mode != "nearest" else None)
-
-
-def _interpolate(c, n):
-    return _interp_common(c, n, c.scoped(n), _value(c, _arg(n, 1, "size")), _value(c, _arg(n, 2, "scale_factor")),
-                          _value(c, _arg(n, 3, "mode", "nearest")), _value(c, _arg(n, 4, "align_corners")))
-
-
-def _dropout_fn(c, n):
-    return c.emit(c.scoped(n), "dropout", [c.ref(n.args[0])], p=float(_value(c, _arg(n, 1, "p", 0.5))))
-
-
-def _pad(c, n):
-    pads = tuple(int(p) for p in _value(c, _arg(n, 1, "pad")))
-    mode = _value(c, _arg(n, 2, "mode", "constant"))
-    if mode != "constant":
-        c.warnings.append(f"{n.name}: F.pad mode '{mode}' is costed as a copy")
-    return c.emit(c.scoped(n), "pad", [c.ref(n.args[0])], pad=pads)
-
-
-def _roll(c, n):
-    shifts, dims = _value(c, _arg(n, 1, "shifts")), _value(c, _arg(n, 2, "dims"))
-    return c.emit(c.scoped(n), "roll", [c.ref(n.args[0])], shifts=tuple(_pair(shifts)) if not isinstance(shifts, int)
-                  else (shifts,), dims=tuple(dims) if isinstance(dims, (list, tuple)) else (dims,))
-
-
-def _einsum(c, n):
-    eq = _value(c, n.args[0])
-    ops = n.args[1:] if not isinstance(n.args[1], (list, tuple)) else n.args[1]
-    return c.emit(c.scoped(n), "einsum", [c.ref(o) for o in ops], equation=eq)
-
-
-def _stochastic_depth(c, n):
-    return c.emit(c.scoped(n), "identity", [c.ref(n.args[0])])      # identity at inference
-
-
-def _patch_merging_pad(c, n):
-    """torchvision's Swin patch merging: pad H, W to even, then gather 2×2 neighbours into channels
-    ([N, H, W, C] → [N, H/2, W/2, 4C]): a pad and a space-to-depth copy, no arithmetic."""
-    h, w, ch = c.values[n.args[0]].shape[1:]
-    ph, pw = h + h % 2, w + w % 2
-    base = c.scoped(n)
-    x = c.emit(f"{base}.pad", "pad", [c.ref(n.args[0])], pad=(0, 0, 0, pw - w, 0, ph - h))
-    x = c.emit(f"{base}.split", "reshape", [x], shape=(ph // 2, 2, pw // 2, 2, ch))
-    # torchvision concatenates x[0::2, 0::2], x[1::2, 0::2], x[0::2, 1::2], x[1::2, 1::2]: the channel block is
-    # (w offset, h offset), so [N, h, 2 (h off), w, 2 (w off), C] → [N, h, w, w off, h off, C]
-    x = c.emit(f"{base}.gather", "permute", [x], dims=(0, 1, 3, 4, 2, 5))
-    return c.emit(c.scoped(n), "reshape", [x], shape=(ph // 2, pw // 2, 4 * ch))
-
-
-def _window_attention(c, n):
-    """torchvision.models.swin_transformer.shifted_window_attention(input, qkv_weight, proj_weight,
-    relative_position_bias, window_size, num_heads, shift_size, attention_dropout, dropout, qkv_bias, proj_bias,
-    logit_scale, training)."""
-    names = ("input", "qkv_weight", "proj_weight", "relative_position_bias", "window_size", "num_heads", "shift_size",
-             "attention_dropout", "dropout", "qkv_bias", "proj_bias", "logit_scale")
-    args = {k: _arg(n, i, k) for i, k in enumerate(names)}
-    consts = [args[k] for k in ("qkv_weight", "proj_weight", "relative_position_bias", "qkv_bias", "proj_bias",
-                                "logit_scale") if args[k] is not None]
-    params = dict(c.gm.named_parameters())
-    own = frozenset().union(*(c.ir[a].params for a in consts if isinstance(c.ir.get(a), _Const)))
-    fresh = [p for p in own if p not in c.counted and p in params]
-    c.counted.update(fresh)
-    channels = c.values[args["input"]].shape[-1]
-    modelled = 4 * channels * channels + (3 * channels if args["qkv_bias"] is not None else 0) + \
-        (channels if args["proj_bias"] is not None else 0)
-    extra = sum(params[p].numel() for p in fresh) - modelled
-    buffers = dict(c.gm.named_buffers())
-    extra_buffers = sum(buffers[b].numel() for b in own if b in buffers)
-    return c.emit(c.scoped(n), "window_attention", [c.ref(args["input"])], window_size=_pair(_value(c, args["window_size"])),
-                  num_heads=int(_value(c, args["num_heads"])), shift_size=_pair(_value(c, args["shift_size"])),
-                  extra_params=max(extra, 0), extra_buffers=extra_buffers, qkv_bias=args["qkv_bias"] is not None,
-                  proj_bias=args["proj_bias"] is not None)
-
-
-def _functions() -> dict:
-    return {
-        "add": _binary("add"), "iadd": _binary("add"), "sub": _binary("sub"), "mul": _binary("mul"),
-        "imul": _binary("mul"), "truediv": _binary("div"), "div": _binary("div"),
-        "relu": _unary("relu"), "relu_": _unary("relu"), "relu6": _unary("relu6"), "gelu": _gelu_fn,
-        "silu": _unary("silu"), "hardswish": _unary("hardswish"), "hardsigmoid": _unary("hardsigmoid"),
-        "sigmoid": _unary("sigmoid"), "tanh": _unary("tanh"),
-        "softmax": _softmax_fn("softmax"), "log_softmax": _softmax_fn("log_softmax"),
-        "cat": _cat, "concat": _cat, "flatten": _flatten_fn, "reshape": _reshape, "permute": _permute,
-        "transpose": _transpose, "swapaxes": _transpose, "matmul": _matmul, "bmm": _matmul,
-        "scaled_dot_product_attention": _sdpa, "linear": _linear_fn, "layer_norm": _layer_norm_fn,
-        "max_pool2d": _pool_fn("max_pool2d"), "avg_pool2d": _pool_fn("avg_pool2d"),
-        "adaptive_avg_pool2d": _adaptive_fn("adaptive_avg_pool2d"),
-        "adaptive_max_pool2d": _adaptive_fn("adaptive_max_pool2d"), "interpolate": _interpolate,
-        "dropout": _dropout_fn, "pad": _pad, "roll": _roll, "einsum": _einsum, "mean": _mean, "chunk": _split,
-        "split": _split, "getitem": _getitem, "stochastic_depth": _stochastic_depth,
-        "_patch_merging_pad": _patch_merging_pad, "shifted_window_attention": _window_attention,
-        "contiguous": _identity, "select": _select, "narrow": _narrow,
-    }
-
-
-def _methods() -> dict:
-    f = _functions()
-    return {
-        "view": _reshape, "reshape": _reshape, "flatten": _flatten_fn, "permute": _permute, "transpose": _transpose,
-        "contiguous": _identity, "unsqueeze": _reshape, "squeeze": _reshape, "expand": _expand, "mean": _mean,
-        "chunk": _split, "split": _split, "softmax": f["softmax"], "sigmoid": f["sigmoid"], "relu": f["relu"],
-        "add": f["add"], "mul": f["mul"], "sub": f["sub"], "div": f["div"], "matmul": _matmul,
-        "swapaxes": _transpose, "select": _select, "narrow": _narrow, "gelu": f["gelu"],
-    }
-
-
-_FUNCTIONS = _LazyTable(_functions)
-_METHODS = _LazyTable(_methods)
