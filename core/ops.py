@@ -1,5 +1,7 @@
 """Every op the engine knows: one ``register(OpRule(...))`` each, shape, cost, parameters, memory and formula
-together. Families that share a rule (activations, pools) come from small factories.
+together, with how it becomes PyTorch (``to_torch``) and which PyTorch calls import to it (``imports``), placed next
+to the rule they serve. Families that share a rule (activations, pools) come from small factories. Adding an op
+touches this file and its tests, nothing else.
 
 Shapes here are per sample: ``ctx.x == (C, H, W)`` for an NCHW tensor. Dimension attributes (``dim``,
 ``start_dim``, ``dims``) count the batch as dim 0, as PyTorch does; ``_sample_dim`` converts them.
