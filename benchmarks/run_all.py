@@ -90,10 +90,18 @@ def header(m: dict, quick: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-def section(name: str, body: str, m: dict, started: str, seconds: float, quick: bool) -> str:
-    run = f"`python benchmarks/run_all.py --only {name}{' --quick' if quick else ''}`"
-    return (f"<!-- bench:{name} -->\n{body.rstrip()}\n\n_Measured from {started} on {m['cpu']} ({m['cores']} cores), "
-            f"commit {m['commit']}, in {seconds:.0f} s: {run}._\n<!-- /bench:{name} -->\n")
+def section(name: str, body: str, m: dict, started: str, seconds: float, quick: bool,
+            cached: dict | None = None) -> str:
+    """A benchmark's text with where it comes from: measured now on ``m``, or (``cached``: the machine and date a
+    reused measurement was made on) re-evaluated now on measurements made there."""
+    run = f"`python benchmarks/run_all.py --only {name}{' --reuse' if cached else ''}{' --quick' if quick else ''}`"
+    if cached:
+        origin = (f"_Measured on {cached['cpu']} ({cached['cores']} cores) on {cached.get('date', '?')}; re-evaluated "
+                  f"{started} at commit {m['commit']}: {run}._")
+    else:
+        origin = (f"_Measured from {started} on {m['cpu']} ({m['cores']} cores), commit {m['commit']}, "
+                  f"in {seconds:.0f} s: {run}._")
+    return f"<!-- bench:{name} -->\n{body.rstrip()}\n\n{origin}\n<!-- /bench:{name} -->\n"
 
 
 def run(names, quick: bool, m: dict, on_section=None, reuse: bool = False) -> dict[str, str]:
@@ -109,16 +117,21 @@ def run(names, quick: bool, m: dict, on_section=None, reuse: bool = False) -> di
         if reuse and "reuse" in inspect.signature(mod.measure).parameters:
             kw["reuse"] = True
         results = mod.measure(quick=quick, **kw)
-        out[name] = section(name, mod.markdown(results), m, started, time.perf_counter() - t, quick)
+        cached = results.get("data", {}).get("machine") if kw.get("reuse") and isinstance(results, dict) else None
+        out[name] = section(name, mod.markdown(results), m, started, time.perf_counter() - t, quick, cached)
         if on_section:
             on_section(out)
     return out
 
 
 def assemble(new: dict[str, str], old_text: str, quick: bool, m: dict) -> str:
-    """The document: a fresh header, then every benchmark's section in order, newly measured or kept from before."""
+    """The document: a header, then every benchmark's section in order, newly measured or kept from before. The
+    header describes the machine of a full run; a run of some sections keeps the old header (each section's own
+    line says where it was measured)."""
     kept = {mt.group("name"): mt.group(0) for mt in _SECTION.finditer(old_text)}
-    parts = [header(m, quick)]
+    old_header = old_text[:old_text.find("<!-- bench:")] if "<!-- bench:" in old_text else ""
+    full = set(new) == set(BENCHMARKS)
+    parts = [header(m, quick) if full or not old_header else old_header.rstrip("\n") + "\n"]
     for name in BENCHMARKS:
         text = new.get(name) or kept.get(name)
         if text:

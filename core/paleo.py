@@ -99,11 +99,14 @@ class LayerWork:
 
 @dataclass(frozen=True)
 class NetworkWork:
-    """Every layer's work, and its sum per class of work for each pass (what a PALEO sum needs)."""
+    """Every layer's work, and its sum per class of work and over all layers for each pass (what a PALEO sum
+    needs)."""
 
     layers: tuple[LayerWork, ...]
     forward_by_class: dict
     backward_by_class: dict
+    forward_total: PassWork
+    backward_total: PassWork
 
 
 def _runs(n: NodeInfo, w: PassWork) -> int:
@@ -140,7 +143,8 @@ def _by_class(layers, which: str) -> dict:
 def network_work(compiled: Compiled, fused: bool) -> NetworkWork:
     """Per-layer work of a compiled network, computed once and shared by every device, batch and precision."""
     layers = tuple(_layer_work(n, fused) for n in compiled.nodes)
-    return NetworkWork(layers, _by_class(layers, "forward"), _by_class(layers, "backward"))
+    fwd, bwd = _by_class(layers, "forward"), _by_class(layers, "backward")
+    return NetworkWork(layers, fwd, bwd, sum(fwd.values(), PassWork()), sum(bwd.values(), PassWork()))
 
 
 def _figure(figures: dict, work_class: str | None, default: float) -> float:
@@ -382,15 +386,19 @@ class Estimate:
             works = self._layer_works(which)
         else:
             dev, n = self.device, self.report.batch_size
-            group: dict[str, str] = {}           # class of work → the class that stands for its figures
-            seen: dict[tuple, str] = {}
             by_class = self.work.forward_by_class if which == "forward" else self.work.backward_by_class
-            for c in by_class:
-                key = (_figure(dev.efficiency, c, 1.0), _figure(dev.layer_overhead, c, 0.0))
-                group[c] = seen.setdefault(key, c)
-            merged: dict[str, PassWork] = {}
-            for c, pw in by_class.items():
-                merged[group[c]] = merged[group[c]] + pw if group[c] in merged else pw
+            if dev.efficiency or dev.layer_overhead:
+                group: dict[str, str | None] = {}      # class of work → the class that stands for its figures
+                seen: dict[tuple, str] = {}
+                for c in by_class:
+                    key = (_figure(dev.efficiency, c, 1.0), _figure(dev.layer_overhead, c, 0.0))
+                    group[c] = seen.setdefault(key, c)
+                merged: dict[str | None, PassWork] = {}
+                for c, pw in by_class.items():
+                    merged[group[c]] = merged[group[c]] + pw if group[c] in merged else pw
+            else:                                       # no figures by class: every layer at the same rates
+                group = dict.fromkeys(by_class)
+                merged = {None: self.work.forward_total if which == "forward" else self.work.backward_total}
             flops = {c: pw.flops * n for c, pw in merged.items()}
             fresh = dict.fromkeys(merged, 0)
             if self.conv_algorithm != "direct":
