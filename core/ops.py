@@ -13,7 +13,7 @@ are those of a training-mode backward pass.
 
 from __future__ import annotations
 
-from math import ceil, floor, isfinite, prod
+from math import ceil, floor, isfinite, log2, prod
 from typing import Any, Callable
 
 from .registry import (
@@ -259,6 +259,34 @@ def _conv_alloc(ctx: Ctx, batch: int, act_bytes: int, weight_bytes: int) -> tupl
     return (src, weights, out, ("free", 1), ("free", 0), ("out",), ("free", 2))
 
 
+def _conv_algorithms(ctx: Ctx, algorithm: str) -> tuple[int, int] | None:
+    """(FLOPs per sample, FLOPs per batch) of the forward pass computed by ``algorithm`` instead of directly; None
+    where it does not apply (both need stride 1, dilation 1, groups 1).
+
+    Winograd F(2×2, 3×3) (Lavin & Gray 2016) for 3×3 kernels: per 2×2 output tile 16 multiply-adds per (C_in, C_out)
+    pair instead of 36, plus input (32 adds per tile and C_in) and output (24 adds per tile and C_out) transforms;
+    filter transforms (42 FLOPs per pair) once per batch.
+    FFT (Mathieu et al. 2014): real 2-D FFTs of size M = H_pad·W_pad at 2.5·M·log2 M FLOPs for each input and output
+    channel, a complex multiply-add (8 FLOPs) per half-spectrum point per channel pair (4·C_in·C_out·M); filter FFTs
+    (C_in·C_out of them) once per batch."""
+    c_in, h, w = ctx.x
+    c_out, ho, wo = ctx.out
+    if not (ctx["stride"] == (1, 1) and ctx["dilation"] == (1, 1) and ctx["groups"] == 1):
+        return None
+    if algorithm == "winograd":
+        if ctx["kernel_size"] != (3, 3):
+            return None
+        tiles = ceil(ho / 2) * ceil(wo / 2)
+        return 32 * tiles * c_in * c_out + 32 * tiles * c_in + 24 * tiles * c_out, 42 * c_in * c_out
+    if algorithm == "fft":
+        pad, (kh, kw) = ctx["padding"], ctx["kernel_size"]
+        ph, pw = (0, 0) if pad == "valid" else ((kh - 1) // 2, (kw - 1) // 2) if pad == "same" else pad
+        m = (h + 2 * ph) * (w + 2 * pw)
+        fft = 2.5 * m * log2(m) if m > 1 else 0
+        return int(fft * (c_in + c_out) + 4 * c_in * c_out * m), int(fft * c_in * c_out)
+    return None
+
+
 _CONV_ATTRS = (
     Attr("out_channels", "pos", doc="output channels"),
     Attr("kernel_size", "pair"),
@@ -282,7 +310,7 @@ register(OpRule(
     "conv2d", "conv", _CONV_ATTRS, _conv_shape, _conv_cost, _conv_formula, _conv_params,
     saves=lambda ctx: Saves(inputs=(0,)), channel=_conv_channel, channel_field="out_channels",
     doc="2-d convolution; in_channels follow from the input", torch="nn.Conv2d",
-    work=_conv_work, cpu_alloc=_conv_alloc, follow=_depthwise_follow,
+    work=_conv_work, cpu_alloc=_conv_alloc, follow=_depthwise_follow, algorithms=_conv_algorithms,
     to_torch=_as_module("Conv2d", _in_channels), imports=_modules(_conv_import, "Conv2d")))
 
 

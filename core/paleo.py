@@ -36,39 +36,16 @@ from .roofline import RooflinePoint, ridge
 # == convolution algorithms =======================================================================================
 
 def conv_algorithm_flops(info: NodeInfo, algorithm: str) -> tuple[int, int] | None:
-    """(FLOPs per sample, FLOPs per batch) of a conv2d forward pass with ``algorithm``; None where it does not apply.
-
-    direct/GEMM: 2·MACs. Winograd F(2×2, 3×3) (Lavin & Gray 2016) for 3×3, stride 1, groups 1: per 2×2 output tile
-    16 multiply-adds per (C_in, C_out) pair instead of 36, plus input (32 adds per tile and C_in) and output (24 adds
-    per tile and C_out) transforms; filter transforms (42 FLOPs per pair) once per batch.
-    FFT (Mathieu et al. 2014) for stride 1, groups 1: real 2-D FFTs of size M = H_pad·W_pad at 2.5·M·log2 M FLOPs for
-    each input and output channel, a complex multiply-add (8 FLOPs) per half-spectrum point per channel pair
-    (4·C_in·C_out·M); filter FFTs (C_in·C_out of them) once per batch.
-    """
-    if info.op != "conv2d":
+    """(FLOPs per sample, FLOPs per batch) of a node's forward pass computed with ``algorithm``; None where it does
+    not apply. "direct" is the op's own count; the others are its rule's ``algorithms`` (conv2d: Winograd, FFT)."""
+    if algorithm not in CONV_ALGORITHMS or algorithm == "auto":
+        raise CalcError(f"unknown convolution algorithm; choose one of {', '.join(CONV_ALGORITHMS)}",
+                        field="conv_algorithm", value=algorithm)
+    if info.rule.algorithms is None:
         return None
-    a = info.attrs
-    c_in, h, w = info.in_shapes[0]
-    c_out, ho, wo = info.out_shape
     if algorithm == "direct":
         return info.cost.flops, 0
-    plain = a["stride"] == (1, 1) and a["dilation"] == (1, 1) and a["groups"] == 1
-    if not plain:
-        return None
-    if algorithm == "winograd":
-        if a["kernel_size"] != (3, 3):
-            return None
-        tiles = ceil(ho / 2) * ceil(wo / 2)
-        return 32 * tiles * c_in * c_out + 32 * tiles * c_in + 24 * tiles * c_out, 42 * c_in * c_out
-    if algorithm == "fft":
-        pad = a["padding"]
-        ph, pw = (0, 0) if pad == "valid" else ((a["kernel_size"][0] - 1) // 2, (a["kernel_size"][1] - 1) // 2) \
-            if pad == "same" else pad
-        m = (h + 2 * ph) * (w + 2 * pw)
-        fft = 2.5 * m * log2(m) if m > 1 else 0
-        return int(fft * (c_in + c_out) + 4 * c_in * c_out * m), int(fft * c_in * c_out)
-    raise CalcError(f"unknown convolution algorithm; choose one of {', '.join(CONV_ALGORITHMS)}",
-                    field="conv_algorithm", value=algorithm)
+    return info.rule.algorithms(info.ctx, algorithm)
 
 
 @dataclass(frozen=True)
@@ -161,7 +138,7 @@ def _figure(figures: dict, work_class: str | None, default: float) -> float:
 def _conv_choice(info: NodeInfo, algorithm: str, batch: int) -> tuple[str, int]:
     """(algorithm used, forward FLOPs at this batch) for one node."""
     direct = info.cost.flops * batch
-    if info.op != "conv2d" or algorithm == "direct":
+    if info.rule.algorithms is None or algorithm == "direct":
         return "direct", direct
     options = {"direct": direct}
     for alg in ("winograd", "fft") if algorithm == "auto" else (algorithm,):
@@ -263,7 +240,7 @@ class LayerTime:
     name: str
     op: str
     work_class: str
-    conv_algorithm: str | None     # the algorithm a conv2d runs with (None for other ops)
+    conv_algorithm: str | None     # the algorithm a conv runs with (None for ops without alternatives)
     forward: PassTime
     backward: PassTime
 
@@ -357,7 +334,7 @@ class Estimate:
     def _flops(self, lw: LayerWork, per_sample: int) -> float:
         """FLOPs at this batch with the chosen conv algorithm (backward convs change by the forward's factor)."""
         n, info = self.report.batch_size, lw.node
-        if self.conv_algorithm == "direct" or info.op != "conv2d" or not info.cost.flops:
+        if self.conv_algorithm == "direct" or info.rule.algorithms is None or not info.cost.flops:
             return per_sample * n
         _, alg = _conv_choice(info, self.conv_algorithm, n)
         return per_sample * n * alg / (info.cost.flops * n)
@@ -441,7 +418,7 @@ class Estimate:
         n = self.report.batch_size
         fwd, bwd = self._layer_works("forward"), self._layer_works("backward")
         return tuple(LayerTime(lw.node.name, lw.node.op, lw.work_class,
-                               _conv_choice(lw.node, self.conv_algorithm, n)[0] if lw.node.op == "conv2d" else None,
+                               _conv_choice(lw.node, self.conv_algorithm, n)[0] if lw.node.rule.algorithms else None,
                                self.time(f), self.time(b))
                      for lw, f, b in zip(self.work.layers, fwd, bwd))
 

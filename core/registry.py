@@ -206,6 +206,9 @@ class OpRule:
       "new": the node defines them (field ``channel_field``); "pass": same as input 0; "unify": all inputs of equal
       channel size are tied together (residual add); "none": derived, not an edit target; "depthwise": the node's
       ``follow`` says how its attributes follow its input channels. A string or a function of the node;
+    * ``algorithms(ctx, name)``: (FLOPs per sample, FLOPs per batch) of the forward pass computed by another
+      algorithm (``core.choices.CONV_ALGORITHMS``: Winograd, FFT), None where it does not apply; an op without it
+      is always computed directly;
     * ``follow(ctx, channels)``: the attribute changes that keep a "depthwise" node valid when its input gets
       ``channels`` channels;
     * ``to_torch(node, input_names)``: how a compiled node becomes PyTorch (``core.bridge.to_torch``): a
@@ -236,6 +239,7 @@ class OpRule:
     fusion: str = field(default="none", kw_only=True)
     cpu_alloc: Callable[[Ctx, int, int, int], tuple] = field(default=_allocates_output, kw_only=True)
     follow: Callable[[Ctx, int], dict] | None = field(default=None, kw_only=True)
+    algorithms: Callable[[Ctx, str], tuple[int, int] | None] | None = field(default=None, kw_only=True)
     to_torch: Callable[[Any, list[str]], TorchModule | TorchParam | TorchExpr] = field(default=None, kw_only=True)
     imports: tuple[Importer, ...] = field(default=(), kw_only=True)
 
