@@ -159,3 +159,18 @@ def test_editing_the_calibrated_device_on_the_page_keeps_every_field(saved_local
     assert saved.memory_bandwidth == 30e9
     assert dataclasses.replace(saved, memory_bandwidth=LOCAL.memory_bandwidth) == LOCAL
     assert json.loads(USER.read_text())["devices"][0]["layer_overhead"] == LOCAL.layer_overhead
+
+
+def test_a_long_note_survives_an_edit_on_the_page(saved_local):
+    """Calibration's note grows with each dtype measured (~1,900 characters for two): the Note box must not cut it."""
+    note = ("efficiency = c / (t − m − overhead) per class of work; " * 50)[:2500]
+    save_user_devices(load_devices(user_path=None).add({**LOCAL.to_dict(), "note": note}), USER)
+    devices.clear()
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    at.selectbox(key="device_edit").set_value("local").run()
+    assert at.text_area(key=df.F_NOTE).value == note
+    at.number_input(key=df.F_BW).set_value(30.0)
+    at.button(key="device_save").click().run()
+    assert not at.exception and not at.error and "Updated" in at.success[0].value
+    saved = _saved()
+    assert len(saved.note) == 2500 and saved.note == note and saved.memory_bandwidth == 30e9

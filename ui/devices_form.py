@@ -22,6 +22,7 @@ TERA, GIGA, GIB = 1e12, 1e9, 2 ** 30
 MAX_IMPORT_BYTES = 2 ** 20          # 1 MB: far more than any real device list (the whole database is ~40 kB)
 MAX_IMPORT_ENTRIES = 1000
 MAX_PROBLEM_CHARS = 300             # a hostile entry can make a schema message as long as the entry itself
+NOTE_MAX_CHARS = 20_000             # the Note box cuts longer notes on save; calibration's (~2,000) grows by dtype
 
 # The devices of the course survey figure ("GeForce 256 to TPU v3"), plus the V100 the app defaults to.
 SURVEY = ("geforce-256", "titan-xp", "k80", "core-i7-920", "ryzen-9-3900x", "radeon-rx-6800", "apple-a14",
@@ -258,6 +259,16 @@ def parse_import(raw: bytes, name: str = "upload", builtin_ids=()) -> tuple[Devi
     kept = DeviceDB({k: v for k, v in parsed.devices.items() if k not in builtin},
                     {k: v for k, v in parsed.interconnects.items() if k not in builtin})
     return kept, problems, None
+
+
+def builtin_ids(db: DeviceDB) -> list[str]:
+    """Ids of the built-in devices and interconnects: an import may not replace them."""
+    return [i for i, d in db.devices.items() if not d.user] + [i for i, x in db.interconnects.items() if not x.user]
+
+
+def problem_table(problems: list[str]) -> pd.DataFrame:
+    """``parse_import``'s problems ("id: field: reason") as a table; a missing part is empty."""
+    return pd.DataFrame([(p.split(": ", 2) + ["", ""])[:3] for p in problems], columns=["id", "field", "reason"])
 
 
 def merge(db: DeviceDB, imported: DeviceDB) -> DeviceDB:
