@@ -55,7 +55,7 @@ def is_chain(net: Network) -> bool:
     return True
 
 
-def _cell(v: Any) -> int | None:
+def int_cell(v: Any) -> int | None:
     """An attribute as one integer cell: 3 and (3, 3) are 3; anything else goes to the 'other' text."""
     if isinstance(v, bool):
         return None
@@ -83,8 +83,8 @@ def rows(net: Network, report: core.Report | None = None) -> list[dict]:
                "padding": None}
         fields = {channel_field(n.op): "channels", **{f: c for c, f in COLUMN_FIELD.items()}}
         for field, column in fields.items():
-            if field in attrs and _cell(attrs[field]) is not None:
-                row[column] = _cell(attrs.pop(field))
+            if field in attrs and int_cell(attrs[field]) is not None:
+                row[column] = int_cell(attrs.pop(field))
         row["other"] = ", ".join(f"{k}={_text(v)}" for k, v in attrs.items())
         if n.name in layers:
             r = layers[n.name]
@@ -165,7 +165,7 @@ def network_from_rows(table: list[dict], base: Network) -> Network:
             if float(v) != int(float(v)):
                 raise NetworkError("must be a whole number", node=where, field=column, value=v)
             old = before[name].get(field) if name in before and before[name].op == op else None
-            attrs[field] = old if _cell(old) == int(float(v)) else int(float(v))   # keeps (3, 3) as it was
+            attrs[field] = old if int_cell(old) == int(float(v)) else int(float(v))   # keeps (3, 3) as it was
         nodes.append(Node.make(name, op, prev, **attrs))
         seen[name] = where
         prev = name

@@ -20,7 +20,9 @@ c1, c2, c3, c4 = st.columns(4)
 c1.metric("Forward", f"{t['forward_s'] * 1e3:,.3f} ms")
 c2.metric("Backward", f"{t['backward_s'] * 1e3:,.3f} ms")
 c3.metric("Training step", f"{t['training_step_s'] * 1e3:,.3f} ms")
-c4.metric("Training throughput", f"{t['samples_per_s']:,.0f}/s", help="samples per second")
+c4.metric("Training throughput", f"{t['samples_per_s']:,.0f}/s" if t["samples_per_s"] else "—",
+          help="samples per second" if t["samples_per_s"] else "this network takes no time on the model: it does "
+          "no arithmetic and moves no data, so there is no throughput to show")
 BATCHES = [2 ** i for i in range(13)]
 name = f"{report.name}_{dev.id}_{report.dtype}"
 

@@ -74,9 +74,12 @@ with left:
         st.latex(formula_latex(line))
 with right:
     st.subheader("FLOPs by layer type")
-    by_op = pd.DataFrame([{"op": k, "FLOPs": v} for k, v in report.flops_by_op().items() if v])
-    total = by_op["FLOPs"].sum() or 1
-    by_op["share %"] = by_op["FLOPs"] / total * 100
-    st.dataframe(by_op.sort_values("FLOPs", ascending=False), hide_index=True, width="stretch", key="by_op",
-                 column_config={"FLOPs": st.column_config.NumberColumn(format="localized"),
-                                "share %": st.column_config.NumberColumn(format="%.2f")})
+    by_op = pd.DataFrame([{"op": k, "FLOPs": v} for k, v in report.flops_by_op().items() if v],
+                         columns=["op", "FLOPs"])
+    if by_op.empty:
+        st.caption("No layer of this network does arithmetic (views, copies and reshapes only): 0 FLOPs.")
+    else:
+        by_op["share %"] = by_op["FLOPs"] / by_op["FLOPs"].sum() * 100
+        st.dataframe(by_op.sort_values("FLOPs", ascending=False), hide_index=True, width="stretch", key="by_op",
+                     column_config={"FLOPs": st.column_config.NumberColumn(format="localized"),
+                                    "share %": st.column_config.NumberColumn(format="%.2f")})

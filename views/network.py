@@ -74,8 +74,11 @@ if names:
     fields = next(r["editable"] for r in rows if r["layer"] == layer).split(", ")
     field = c2.selectbox("Field", fields, key="edit_field")
     current = net.node(layer).get(field)
+    start = builder.int_cell(current)
     value = c3.number_input("New value", min_value=0, max_value=2 ** 24, step=1, key="edit_value",
-                            value=int(current[0] if isinstance(current, tuple) else current or 1))
+                            value=min(max(start if start is not None else 1, 0), 2 ** 24))
+    if start is None and current is not None:
+        st.caption(f"{field} is {current!r} now; a number sets it explicitly.")
     if field in ("out_channels", "out_features"):
         groups = channel_groups(net)
         coupled = [n for n, g in groups.items() if g == groups.get(layer) and n != layer
