@@ -2,7 +2,8 @@
 add an import) and the one-shot message saying how the last of them went.
 
 The callbacks run before the page's script, so the sidebar drawn next already sees the changed database. Data
-shaping and spec building are ``ui.devices_form``'s (pure functions); this module is what touches streamlit.
+shaping and spec building are ``ui.devices_form``'s (pure functions); this module is what touches streamlit. Where
+the user's devices are kept is ``store``'s: their file, or in classroom server mode their session only.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import streamlit as st
 from core.devices import USER_PATH, DeviceDB
 from core.errors import DeviceError
 from ui.devices_form import FIELD_OF_KEY, blank_form, build_spec, check_new, explain, form_values, merge, save
-from ui.state import DEFAULTS, DEVICE, devices
+from ui.state import DEFAULTS, DEVICE, devices, keep_session_devices, server_mode
 
 EDIT, MSG, NEW = "device_edit", "device_message", ""   # the "Edit" pick ("" = a new device); the last outcome
 
@@ -40,6 +41,21 @@ def prepare_form(db: DeviceDB) -> list[str]:
     return mine
 
 
+def store(db: DeviceDB) -> None:
+    """Keep the user's entries of ``db``: in server mode in this session only (nothing is written); else in their
+    file (``OSError`` when it cannot be written), re-read by the next ``devices()``."""
+    if server_mode():
+        keep_session_devices(db)
+        return
+    save(db, USER_PATH)
+    devices.clear()
+
+
+def kept_where() -> str:
+    """Where ``store`` keeps the user's devices, as a message says it ("Saved X to …")."""
+    return "in this session only (Export below keeps a copy)" if server_mode() else f"to {USER_PATH}"
+
+
 # -- callbacks ------------------------------------------------------------------------------------------------
 
 def on_pick() -> None:
@@ -63,7 +79,7 @@ def on_submit() -> None:
         new = db.add(spec)
         if old is not None and spec["id"] != editing:      # renamed: the old entry goes
             new = new.remove(editing)
-        save(new, USER_PATH)
+        store(new)
     except DeviceError as e:
         field, text = explain(e)
         say("error", f"Not saved. {text}", field)
@@ -71,11 +87,10 @@ def on_submit() -> None:
     except OSError as e:
         say("error", f"Not saved: cannot write {USER_PATH} ({e.strerror}).")
         return
-    devices.clear()
     if old is not None and spec["id"] != editing:
         _select_device(editing, spec["id"])
     st.session_state[EDIT] = spec["id"]
-    say("success", f"Saved {spec['name']} ({spec['id']}) to {USER_PATH}. It is in the sidebar's Device list and "
+    say("success", f"Saved {spec['name']} ({spec['id']}) {kept_where()}. It is in the sidebar's Device list and "
                    f"on every page." if old is None else f"Updated {spec['name']} ({spec['id']}).")
 
 
@@ -87,11 +102,10 @@ def on_remove() -> None:
         say("error", "Pick one of your own devices to remove; built-in devices cannot be removed.")
         return
     try:
-        save(db.remove(pick), USER_PATH)
+        store(db.remove(pick))
     except OSError as e:
         say("error", f"Not removed: cannot write {USER_PATH} ({e.strerror}).")
         return
-    devices.clear()
     _select_device(pick, None)
     st.session_state[EDIT] = NEW
     st.session_state.update(blank_form())
@@ -99,15 +113,14 @@ def on_remove() -> None:
 
 
 def add_imported(imported: DeviceDB, name: str) -> str | None:
-    """Add an import's entries to the user's file: None once saved (the success message is kept for the next run),
-    else why nothing was imported."""
+    """Add an import's entries to the user's devices (``store``): None once kept (the success message is kept for
+    the next run), else why nothing was imported."""
     try:
-        save(merge(devices(), imported), USER_PATH)
+        store(merge(devices(), imported))
     except DeviceError as e:
         return f"Nothing was imported: {e}"
     except OSError as e:
         return f"Nothing was imported: cannot write {USER_PATH} ({e.strerror})."
-    devices.clear()
     n = len(imported.devices) + len(imported.interconnects)
     say("success", f"Imported {n} entr{'y' if n == 1 else 'ies'} from {name}.", where="import")
     return None

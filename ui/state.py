@@ -4,11 +4,17 @@ Every page opens with ``page(title)``: the page config, then ``sidebar()``, whic
 controls (network, input shape, batch, precision, optimizer, device, PPP) and returns a ``Selection`` with the current
 analysis and estimate, or stops the page with a message naming what is wrong, then the title. Widget keys are
 constants so tests find widgets by key.
+
+Classroom server mode (``CNN_CALC_SERVER=1`` in the server's environment; README, "Serving a class"): the user's own
+devices live in their session (``SESSION_DEVICES``), never in a file, so nothing a student does is written to the
+server's disk or seen by another student; live timing and calibration are off unless ``CNN_CALC_LIVE=1`` too
+(``live_allowed``). Without the variable, nothing changes: devices are read from and saved to the user's file.
 """
 
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 
 import streamlit as st
@@ -16,7 +22,7 @@ import streamlit as st
 import core
 from core.api import estimate
 from core.choices import DEFAULT_DTYPE, DEFAULT_OPTIMIZER
-from core.devices import load_devices
+from core.devices import DeviceDB, load_devices
 from core.paleo import Estimate
 from core.precision import OPTIMIZERS, PRECISIONS
 from core.zoo import family
@@ -82,14 +88,51 @@ def analysis(model, input_shape: str, batch: int, dtype: str, optimizer: str) ->
     return core.analyze(model, input_shape=input_shape or None, batch_size=batch, dtype=dtype, optimizer=optimizer)
 
 
+SERVER_ENV, LIVE_ENV = "CNN_CALC_SERVER", "CNN_CALC_LIVE"
+SESSION_DEVICES = "session_devices"  # server mode: this session's database (built-ins + the user's own entries)
+LIVE_OFF = ("Live timing and calibration are off on this class server: they would measure the server, shared by the "
+            "whole class, not your computer — run the app on your own machine (`streamlit run app.py`) to time it.")
+
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def server_mode() -> bool:
+    """Serving a class (``$CNN_CALC_SERVER``): user devices per session, the server's files read-only."""
+    return _flag(SERVER_ENV)
+
+
+def live_allowed() -> bool:
+    """Live timing and calibration: always on a user's own machine; on a class server only with ``$CNN_CALC_LIVE``."""
+    return not server_mode() or _flag(LIVE_ENV)
+
+
 @st.cache_resource(show_spinner=False)
-def devices():
+def _file_devices():
     """The database plus the user's own devices; a corrupt user file is left out (and said so), never fatal."""
     try:
         return load_devices()
     except core.CalcError as e:
         st.session_state["devices_warning"] = f"Your devices file was not loaded: {e}"
         return load_devices(user_path=None)
+
+
+def devices() -> DeviceDB:
+    """The database the pages use: with the user's file (cached for the process; ``devices.clear()`` re-reads it), or
+    in server mode the built-ins plus what this session added (no file is read or written)."""
+    if server_mode():
+        db = st.session_state.get(SESSION_DEVICES)
+        return db if db is not None else load_devices(user_path=None)
+    return _file_devices()
+
+
+devices.clear = _file_devices.clear     # after the user's file changed
+
+
+def keep_session_devices(db: DeviceDB) -> None:
+    """Server mode: ``db`` (built-ins + this user's entries) becomes this session's database."""
+    st.session_state[SESSION_DEVICES] = db
 
 
 @dataclass

@@ -6,7 +6,8 @@ torch is imported only inside the work of the run buttons (``core.bridge.timing`
 torch-free), so the page loads as fast as the others. Runs are bounded: small defaults, a soft ``max_seconds``, one
 torch thread, the memory model's guard and a FLOP limit before any module is built. A refused or failed run shows the
 engine's message. Each of the four sections is a ``ui.live.section``: Start and Stop, the run, the kept result (how
-Stop works, and its limits: ``ui.live``).
+Stop works, and its limits: ``ui.live``). On a class server (``CNN_CALC_SERVER``) the page only says why it is off,
+unless ``CNN_CALC_LIVE`` turns it on; a calibration there is kept in the session, not written to a file.
 """
 
 from __future__ import annotations
@@ -21,9 +22,13 @@ from core.bridge.timing import DTYPES, PASSES
 from core.choices import DEFAULT_DTYPE
 from ui import bench_results, live
 from ui import benchmark as bm
-from ui.state import devices, page
+from ui import devices_actions as act
+from ui.state import LIVE_OFF, devices, live_allowed, page, server_mode
 
 sel = page("Benchmark")
+if not live_allowed():      # a class server: timing here would measure the server, not the student's machine
+    st.info(LIVE_OFF)
+    st.stop()
 st.caption("Live timing with PyTorch on this machine's CPU, with random weights. torch loads on the first run "
            "(a few seconds). Keep the settings small: the machine may be shared.")
 
@@ -89,6 +94,9 @@ def _calibrate(progress, cancel):
     from core.bridge.calibrate import calibrate, save_local
 
     spec = calibrate(float(cal_seconds), progress, cancel=cancel, threads=threads)
+    if server_mode():                   # CNN_CALC_LIVE on a class server: this session's device, no file written
+        act.store(devices().add(spec))
+        return {"spec": spec, "path": "this session only"}
     return {"spec": spec, "path": str(save_local(spec))}
 
 

@@ -12,7 +12,7 @@ from core.devices import KINDS, PRECISION_KEYS, USER_PATH
 from ui import devices_actions as act
 from ui import devices_form as df
 from ui.charts import roofline_chart, show
-from ui.state import devices, page
+from ui.state import devices, page, server_mode
 
 page("Devices")
 db = devices()
@@ -63,8 +63,11 @@ pick = p1.selectbox("Edit", [act.NEW, *mine], key=act.EDIT, on_change=act.on_pic
                     format_func=lambda i: "— a new device —" if i == act.NEW else f"{db.devices[i].name} ({i})",
                     help="Your own devices; choosing one fills the form below.")
 p2.button("Remove" if pick == act.NEW else f"Remove {pick}", key="device_remove", on_click=act.on_remove,
-          disabled=pick == act.NEW, help="Removes the device picked under 'Edit' from your devices file.")
-st.caption(f"Your devices are kept in {USER_PATH}. Built-in devices (device_specs.json) cannot be edited or "
+          disabled=pick == act.NEW, help="Removes the device picked under 'Edit' from your devices" +
+          (" (this session's)." if server_mode() else " file."))
+kept = ("only in this browser session: this server saves nothing, and no one else sees them. Export them below "
+        "to keep them, and import the file next time." if server_mode() else f"in {USER_PATH}.")
+st.caption(f"Your devices are kept {kept} Built-in devices (device_specs.json) cannot be edited or "
            "removed here: add your own with another id instead, e.g. a measured variant.")
 act.show_message("form")
 
@@ -104,8 +107,9 @@ n_dev, n_link = df.user_count(db)
 e1, e2 = st.columns(2)
 e1.download_button("Export your devices (JSON)", json.dumps(db.user_entries(), indent=1), "cnn_calc_devices.json",
                    "application/json", key="device_export", disabled=not (n_dev or n_link))
-e1.caption(f"{n_dev} device(s) and {n_link} interconnect(s) of yours. The file imports here or goes in "
-           f"{USER_PATH.name} under $CNN_CALC_HOME.")
+e1.caption(f"{n_dev} device(s) and {n_link} interconnect(s) of yours. The file imports here" +
+           (" (in this session or a later one)." if server_mode() else
+            f" or goes in {USER_PATH.name} under $CNN_CALC_HOME."))
 upload = e2.file_uploader(f"Import devices (JSON, max {df.MAX_IMPORT_BYTES // 2 ** 20} MB)", type=["json"],
                           key="device_import")
 act.show_message("import")

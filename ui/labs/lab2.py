@@ -19,6 +19,7 @@ from ui.charts import roofline_chart, roofline_frame
 from ui.charts import show as show_chart
 from ui.devices_form import FASTEST, SURVEY, overlay
 from ui.labs.common import MIB, in_words, number, preferred, question, reading, shape
+from ui.state import LIVE_OFF, live_allowed
 
 TITLE = "2 · Devices across 25 years"
 NEEDS = ()                                   # the user chooses among all devices
@@ -190,6 +191,9 @@ def _survey(db, n_dev: str) -> None:
 
 def _measured(measured: list[dict], n_net: str) -> None:
     st.subheader("Measured on this machine")
+    if not live_allowed():
+        st.info(LIVE_OFF)
+        return
     label = (f"Time the {n_net} networks here (batch 1, {shape(bm.SMALL_INPUT)}, CPU, "
              f"~{MEASURE['max_seconds']:g} s)")
     if st.button(label, key="lab2_time",
