@@ -16,7 +16,19 @@ from math import prod
 from . import ops as _ops  # noqa: F401  (registers every op)
 from .errors import NetworkError
 from .ir import Network
-from .registry import MAX_DIM, Cost, Ctx, OpRule, Params, Saves, get_rule, validate_attrs
+from .registry import (
+    MAX_DIM,
+    MAX_ELEMS,
+    MAX_WORK,
+    Cost,
+    Ctx,
+    OpRule,
+    Params,
+    Saves,
+    get_rule,
+    shown,
+    validate_attrs,
+)
 
 
 @dataclass(frozen=True)
@@ -130,13 +142,33 @@ class Compiled:
 
 def _check_shape(shape, where: str, field: str = "shape") -> None:
     if not isinstance(shape, tuple) or not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
-        raise NetworkError("must be a list of integers", node=where, field=field, value=shape)
+        raise NetworkError("must be a list of integers", node=where, field=field, value=shown(shape))
     for d in shape:
         if d < 1:
-            raise NetworkError(f"every dimension must be positive, got {d}", node=where, field=field, value=list(shape))
+            raise NetworkError(f"every dimension must be positive, got {shown(d)}", node=where, field=field,
+                               value=shown(list(shape)))
         if d > MAX_DIM:
-            raise NetworkError(f"dimension {d:,} is absurdly large (limit {MAX_DIM:,})", node=where, field=field,
-                               value=list(shape))
+            raise NetworkError(f"dimension {_count(d)} is absurdly large (limit {MAX_DIM:,})", node=where, field=field,
+                               value=shown(list(shape)))
+    if prod(shape) > MAX_ELEMS:
+        raise NetworkError(f"{_count(prod(shape))} elements per sample is absurdly many (limit {MAX_ELEMS:,})",
+                           node=where, field=field, value=shown(list(shape)))
+
+
+def _count(v: int) -> str:
+    """``v`` with thousands separators, or its order of magnitude where it is too long to print."""
+    return f"{v:,}" if v < 10 ** 30 else f"about 10^{int(v.bit_length() * 0.30103)}"
+
+
+def _check_work(info: NodeInfo) -> None:
+    """A node whose per-sample arithmetic or parameters pass ``MAX_WORK`` is absurd (and its time would not be a
+    finite float at large batches)."""
+    c, p = info.cost, info.params
+    for what, v in (("MACs", c.macs), ("FLOPs", c.flops), ("backward FLOPs", sum(c.bwd_input) + c.bwd_weight),
+                    ("parameters", p.trainable + p.frozen + p.buffers)):
+        if v > MAX_WORK:
+            raise NetworkError(f"{_count(v)} {what} per sample is absurdly many (limit {_count(MAX_WORK)})",
+                               node=info.name, field="op", value=info.op)
 
 
 def _topo_order(network: Network) -> list[int]:
@@ -227,6 +259,7 @@ def _compile_cached(network: Network) -> Compiled:
         needs = bool(params.trainable) or any(grad_in)
         info = NodeInfo(node.name, node.op, rule, attrs, node.inputs, ins, out, rule.cost(ctx), params,
                         rule.saves(ctx), grad_in, needs, root[node.inputs[0]] if rule.alias else node.name, idx)
+        _check_work(info)
         infos.append(info)
         shapes[node.name] = out
         carries[node.name] = needs

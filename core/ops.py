@@ -13,7 +13,7 @@ are those of a training-mode backward pass.
 
 from __future__ import annotations
 
-from math import ceil, floor, isfinite, log2, prod
+from math import ceil, floor, gcd, log2, prod
 from typing import Any, Callable
 
 from .registry import (
@@ -761,7 +761,8 @@ def _bn_import(c, n, m):
 
 register(OpRule(
     "batch_norm", "norm",
-    (Attr("eps", "float", 1e-5), Attr("momentum", "float", 0.1), Attr("affine", "bool", True),
+    (Attr("eps", "nonneg_float", 1e-5, doc="≥ 0, as torch's batch_norm requires"), Attr("momentum", "float", 0.1),
+     Attr("affine", "bool", True),
      Attr("track_running_stats", "bool", True)),
     _bn_shape, _bn_cost, _bn_formula, _bn_params,
     saves=lambda ctx: Saves(inputs=(0,), fixed_bytes=2 * 4 * ctx.x[0]), channel="pass",
@@ -939,8 +940,11 @@ register(_pool_factory("avg_pool2d", "nn.AvgPool2d", False, ("torch.nn.functiona
 
 
 def _adaptive_bins(size: int, out: int) -> int:
-    """Total input positions read by PyTorch's adaptive pooling bins along one axis (bins can overlap)."""
-    return sum(ceil((i + 1) * size / out) - floor(i * size / out) for i in range(out))
+    """Total input positions read by PyTorch's adaptive pooling bins along one axis (bins can overlap): bin i reads
+    [floor(i·S/O), ceil((i+1)·S/O)). Summed over i, the floors telescope to S, and ceil(j·S/O) exceeds
+    floor(j·S/O) by one unless O divides j·S, which happens for gcd(S, O) of j = 1…O: S + O − gcd(S, O), in
+    constant time (the loop over every bin took seconds for O = 2^24)."""
+    return size + out - gcd(size, out)
 
 
 def _adaptive_shape(ctx: Ctx):
@@ -997,7 +1001,7 @@ def _interp_shape(ctx: Ctx):
     if len(ctx.x) != 3:
         raise ctx.fail("expects [N, C, H, W]")
     c, h, w = ctx.x
-    size, scale = ctx["size"], ctx["scale_factor"]
+    size, scale = ctx["size"], ctx["scale_factor"]      # checked by their kinds: a pair, a positive number or pair
     if (size is None) == (scale is None):
         raise ctx.fail("give exactly one of size and scale_factor", "size", size)
     if ctx["align_corners"] is not None and ctx["mode"] == "nearest":
@@ -1007,9 +1011,9 @@ def _interp_shape(ctx: Ctx):
         oh, ow = _pair(size, 1, ctx.node, "size")
     else:
         s = scale if isinstance(scale, tuple) else (scale, scale)
-        if len(s) != 2 or any(isinstance(v, bool) or not isinstance(v, (int, float)) or not isfinite(v) or v <= 0
-                              or h * v > MAX_DIM for v in s):
-            raise ctx.fail("scale_factor must be a positive number or pair", "scale_factor", scale)
+        if h * s[0] > MAX_DIM or w * s[1] > MAX_DIM:
+            raise ctx.fail(f"scale_factor {scale} makes an absurdly large output (limit {MAX_DIM:,})", "scale_factor",
+                           scale)
         oh, ow = floor(h * s[0]), floor(w * s[1])
         if oh < 1 or ow < 1:
             raise ctx.fail(f"scale_factor {scale} leaves an empty output", "scale_factor", scale)
@@ -1048,7 +1052,7 @@ def _interpolate_call(c, n):
 
 register(OpRule(
     "interpolate", "pool",
-    (Attr("size", "any", None), Attr("scale_factor", "any", None),
+    (Attr("size", "opt_size", None), Attr("scale_factor", "opt_scale", None),
      Attr("mode", "choice", "nearest", ("nearest", "bilinear", "bicubic")),
      Attr("align_corners", "opt_bool", None)),
     _interp_shape, _interp_cost,
@@ -1332,7 +1336,12 @@ register(OpRule("parameter", "misc",
 
 def _mean_shape(ctx: Ctx):
     rank = len(ctx.x) + 1
-    dims = sorted({_sample_dim(ctx, d, rank, "dim") for d in ctx["dim"]})
+    if not ctx["dim"]:
+        raise ctx.fail("an empty list reduces every dim, the batch included (torch.mean(x, dim=[]) is a scalar), "
+                       "which the IR cannot represent: list the dims to reduce", "dim", [])
+    dims = [_sample_dim(ctx, d, rank, "dim") for d in ctx["dim"]]
+    if len(set(dims)) != len(dims):
+        raise ctx.fail("names a dim more than once (torch refuses it too)", "dim", ctx["dim"])
     if ctx["keepdim"]:
         return tuple(1 if i in dims else d for i, d in enumerate(ctx.x))
     return tuple(d for i, d in enumerate(ctx.x) if i not in dims)
@@ -1513,7 +1522,25 @@ def _roll_import(c, n):
                   else (shifts,), dims=tuple(dims) if isinstance(dims, (list, tuple)) else (dims,))
 
 
-register(OpRule("roll", "shape", (Attr("shifts", "ints"), Attr("dims", "ints")), lambda ctx: ctx.x, _zero_cost,
+def _roll_shape(ctx: Ctx):
+    """torch.roll's rules: one shift per dim, or a single shift of the flattened tensor when dims is empty; dims in
+    range (the batch may roll too: the shape stays)."""
+    shifts, dims = ctx["shifts"], ctx["dims"]
+    rank = len(ctx.x) + 1
+    if not shifts:
+        raise ctx.fail("needs at least one shift", "shifts", [])
+    if not dims and len(shifts) != 1:
+        raise ctx.fail(f"{len(shifts)} shifts and no dims: without dims, roll takes one shift (of the flattened "
+                       "tensor)", "shifts", shifts)
+    if dims and len(shifts) != len(dims):
+        raise ctx.fail(f"{len(shifts)} shifts for {len(dims)} dims: give one shift per dim", "shifts", shifts)
+    for d in dims:
+        if not -rank <= d < rank:
+            raise ctx.fail(f"dimension {d} out of range for a {rank}-d tensor", "dims", dims)
+    return ctx.x
+
+
+register(OpRule("roll", "shape", (Attr("shifts", "ints"), Attr("dims", "ints")), _roll_shape, _zero_cost,
                 _zero_formula, channel="pass", doc="torch.roll, a copy", torch="torch.roll", work="shape",
                 to_torch=lambda n, xs: TorchExpr(f"torch.roll({xs[0]}, shifts={n.attrs['shifts']!r}, "
                                                  f"dims={n.attrs['dims']!r})"),
@@ -1522,12 +1549,20 @@ register(OpRule("roll", "shape", (Attr("shifts", "ints"), Attr("dims", "ints")),
 
 def _einsum_parse(ctx: Ctx):
     eq = ctx["equation"].replace(" ", "")
-    if "->" not in eq or "." in eq:
-        raise ctx.fail("needs an explicit output ('ij,jk->ik') and no ellipsis", "equation", ctx["equation"])
+    if eq.count("->") != 1 or "." in eq:
+        raise ctx.fail("needs one explicit output ('ij,jk->ik') and no ellipsis", "equation", ctx["equation"])
     lhs, out = eq.split("->")
     terms = lhs.split(",")
+    if not all(c.isascii() and c.isalpha() for c in lhs.replace(",", "") + out):
+        raise ctx.fail("subscripts must be letters a-z or A-Z", "equation", eq)
     if len(terms) != len(ctx.ins):
         raise ctx.fail(f"{len(terms)} operands in the equation, {len(ctx.ins)} inputs", "equation", ctx["equation"])
+    if not out or any(not t or t[0] != out[0] for t in terms):
+        raise ctx.fail("the first letter of every operand and of the output must be the batch", "equation", eq)
+    if any(out[0] in t[1:] for t in terms + [out]):
+        raise ctx.fail(f"the batch letter '{out[0]}' may only come first", "equation", eq)
+    if len(set(out)) != len(out):
+        raise ctx.fail("a letter appears more than once in the output", "equation", eq)
     sizes: dict[str, int] = {}
     for term, shape in zip(terms, ctx.ins):
         full = (None,) + tuple(shape)              # the first letter of every operand is the batch
@@ -1538,8 +1573,9 @@ def _einsum_parse(ctx: Ctx):
                 raise ctx.fail(f"letter '{letter}' is {sizes[letter]} in one operand and {size} in another",
                                "equation", eq)
             sizes[letter] = max(sizes[letter], size)
-    if any(t[0] != out[0] for t in terms):
-        raise ctx.fail("the first letter of every operand and of the output must be the batch", "equation", eq)
+    missing = [c for c in out[1:] if c not in sizes]
+    if missing:
+        raise ctx.fail(f"output letter '{missing[0]}' is in no operand", "equation", eq)
     return terms, out, sizes
 
 
@@ -1560,7 +1596,7 @@ def _einsum_import(c, n):
     return c.emit(c.scoped(n), "einsum", [c.ref(o) for o in operands], equation=c.value(n.args[0]))
 
 
-register(OpRule("einsum", "matmul", (Attr("equation", "any"),), _einsum_shape, _einsum_cost,
+register(OpRule("einsum", "matmul", (Attr("equation", "text"),), _einsum_shape, _einsum_cost,
                 lambda ctx, batch: [FormulaLine("MACs", "N · ∏ index sizes",
                                                 f"{batch} · {_dims(tuple(_einsum_parse(ctx)[2].values()))}",
                                                 batch * _einsum_cost(ctx).macs)],
@@ -1580,7 +1616,7 @@ def _opaque_torch(n, xs):
     raise cannot_convert(n, f"the engine has no rule for {n.attrs.get('target', '?')}, so there is nothing to build")
 
 
-register(OpRule("opaque", "misc", (Attr("shape", "ints"), Attr("target", "any", "?")), _opaque_shape,
+register(OpRule("opaque", "misc", (Attr("shape", "ints"), Attr("target", "text", "?")), _opaque_shape,
                 lambda ctx: Cost(bwd_input=(0,) * len(ctx.ins)),
                 lambda ctx, batch: [FormulaLine("FLOPs", f"not modelled ({ctx['target']})", "?", 0)],
                 arity=(0, None), doc="an operation the engine has no rule for: its shape comes from PyTorch and its "

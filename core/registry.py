@@ -29,6 +29,8 @@ WORK_CLASSES = ("conv", "grouped_conv", "linear", "pool", "elementwise", "shape"
 WORK_FALLBACK = {"pool": "elementwise", "shape": "elementwise"}
 
 MAX_DIM = 2 ** 24          # 16,777,216: larger tensor dimensions are rejected as absurd (10^12 channels)
+MAX_ELEMS = 2 ** 53        # elements of one tensor per sample (a petabyte): more is absurd, and exact as a float
+MAX_WORK = 2 ** 80         # FLOPs, MACs or parameters of one node per sample: more is absurd (~10^24)
 
 
 class _Required:
@@ -45,7 +47,10 @@ class Attr:
     (integer ≥ 0), ``pair`` (int or 2 ints, each ≥ 1), ``pair0`` (each ≥ 0), ``bool``, ``float``, ``padding``
     (``pair0`` or "same"/"valid"), ``ints`` (a list of integers), ``opt_pair`` (pair whose entries may be null),
     ``opt_pair_stride`` (null or ``pair``), ``opt_pos`` / ``opt_bool`` / ``opt_float`` (null or that kind), ``prob``
-    (a number in [0, 1]), ``choice`` (one of ``choices``), ``any``."""
+    (a number in [0, 1]), ``nonneg_float`` (a number ≥ 0), ``text`` (a string), ``opt_size`` (null or ``pair``,
+    kept as given), ``opt_scale`` (null, or a positive number or pair of them, kept as given), ``choice`` (one of
+    ``choices``). Every kind is checked: a wrong type or an absurd value is a ``NetworkError`` naming the node, the
+    field and the value."""
 
     name: str
     kind: str
@@ -101,7 +106,7 @@ class Ctx:
         return self.attrs[key]
 
     def fail(self, reason: str, field: str | None = None, value: Any = None) -> NetworkError:
-        return NetworkError(reason, node=self.node, field=field, value=value)
+        return NetworkError(reason, node=self.node, field=field, value=shown(value))
 
     @property
     def x(self) -> tuple[int, ...]:
@@ -289,19 +294,67 @@ def get_rule(kind: str, node: str) -> OpRule:
 
 # -- attribute validation ----------------------------------------------------------------------------------------
 
+class _Shown:
+    """A value too big to print whole in a message; its repr says what it was."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+_SHOWN_DIGITS = 40          # integers longer than this are described, not printed (str() refuses 4,300+ digits)
+_SHOWN_CHARS = 200
+_SHOWN_ITEMS = 16
+
+
+def shown(v: Any) -> Any:
+    """``v`` as an error message may print it: integers too long to convert to text, long strings and long lists
+    are abbreviated (a message must never raise while it is being formatted)."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        if v.bit_length() > _SHOWN_DIGITS * 3.33:
+            return _Shown(f"<{'-' if v < 0 else ''}an integer of about {int(v.bit_length() * 0.30103) + 1:,} digits>")
+        return v
+    if isinstance(v, str) and len(v) > _SHOWN_CHARS:
+        return _Shown(repr(v[:_SHOWN_CHARS]) + f"… ({len(v):,} characters)")
+    if isinstance(v, (tuple, list)):
+        items = tuple(shown(x) for x in v[:_SHOWN_ITEMS])
+        if len(v) > _SHOWN_ITEMS:
+            return _Shown("(" + ", ".join(map(repr, items)) + f", … {len(v):,} items)")
+        return items if isinstance(v, tuple) else list(items)
+    return v
+
+
+def _fail(reason: str, node: str, name: str, value: Any) -> NetworkError:
+    return NetworkError(reason, node=node, field=name, value=shown(value))
+
+
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
+
+
+def finite_number(v: Any) -> float | None:
+    """``v`` as a finite float, or None where it is not a number (booleans are not), is infinite or NaN, or is an
+    integer too large for a float."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    try:
+        f = float(v)
+    except OverflowError:
+        return None
+    return f if isfinite(f) else None
 
 
 def _pair(v: Any, minimum: int, node: str, name: str) -> tuple[int, int]:
     if _is_int(v):
         v = (v, v)
     if not (isinstance(v, tuple) and len(v) == 2 and all(_is_int(a) for a in v)):
-        raise NetworkError("expected an integer or a pair of integers", node=node, field=name, value=v)
+        raise _fail("expected an integer or a pair of integers", node, name, v)
     if min(v) < minimum:
-        raise NetworkError(f"must be ≥ {minimum}", node=node, field=name, value=v)
+        raise _fail(f"must be ≥ {minimum}", node, name, v)
     if max(v) > MAX_DIM:
-        raise NetworkError(f"is absurdly large (limit {MAX_DIM:,})", node=node, field=name, value=v)
+        raise _fail(f"is absurdly large (limit {MAX_DIM:,})", node, name, v)
     return v
 
 
@@ -312,7 +365,8 @@ def validate_attrs(rule: OpRule, node: str, given: dict) -> dict:
             close = difflib.get_close_matches(k, known, n=1)
             hint = (f" (did you mean '{close[0]}'?)" if close
                     else f" ({rule.kind} takes: {', '.join(sorted(known)) or 'none'})")
-            raise NetworkError(f"unknown attribute for op '{rule.kind}'{hint}", node=node, field=k, value=given[k])
+            raise NetworkError(f"unknown attribute for op '{rule.kind}'{hint}", node=node, field=k,
+                               value=shown(given[k]))
     out = {}
     for a in rule.attrs:
         if a.name not in given:
@@ -324,19 +378,33 @@ def validate_attrs(rule: OpRule, node: str, given: dict) -> dict:
     return out
 
 
+def _float(v: Any, node: str, name: str) -> float:
+    f = finite_number(v)
+    if f is None:
+        raise _fail("is too large for a number" if _is_int(v) else "expected a finite number", node, name, v)
+    return f
+
+
+_OPTIONAL = {"opt_pos": "pos", "opt_nonneg": "nonneg", "opt_bool": "bool", "opt_float": "float",
+             "opt_pair_stride": "pair", "opt_size": "pair"}
+
+
 def _check(a: Attr, v: Any, node: str) -> Any:
     k = a.kind
-    if k == "any":
-        return v
+    if k in _OPTIONAL:
+        if v is None:
+            return None
+        checked = _check(Attr(a.name, _OPTIONAL[k]), v, node)
+        return v if k == "opt_size" else checked
     if k in ("int", "pos", "nonneg"):
         if not _is_int(v):
-            raise NetworkError("expected an integer", node=node, field=a.name, value=v)
+            raise _fail("expected an integer", node, a.name, v)
         if k == "pos" and v < 1:
-            raise NetworkError("must be a positive integer", node=node, field=a.name, value=v)
+            raise _fail("must be a positive integer", node, a.name, v)
         if k == "nonneg" and v < 0:
-            raise NetworkError("must be ≥ 0", node=node, field=a.name, value=v)
+            raise _fail("must be ≥ 0", node, a.name, v)
         if abs(v) > MAX_DIM:
-            raise NetworkError(f"is absurdly large (limit {MAX_DIM:,})", node=node, field=a.name, value=v)
+            raise _fail(f"is absurdly large (limit {MAX_DIM:,})", node, a.name, v)
         return v
     if k == "pair":
         return _pair(v, 1, node, a.name)
@@ -345,53 +413,59 @@ def _check(a: Attr, v: Any, node: str) -> Any:
     if k == "padding":
         if isinstance(v, str):
             if v not in ("same", "valid"):
-                raise NetworkError("padding must be an integer, a pair, 'same' or 'valid'", node=node, field=a.name,
-                                   value=v)
+                raise _fail("padding must be an integer, a pair, 'same' or 'valid'", node, a.name, v)
             return v
         return _pair(v, 0, node, a.name)
     if k == "bool":
         if not isinstance(v, bool):
-            raise NetworkError("expected true or false", node=node, field=a.name, value=v)
+            raise _fail("expected true or false", node, a.name, v)
         return v
     if k == "float":
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not isfinite(v):
-            raise NetworkError("expected a finite number", node=node, field=a.name, value=v)
-        return float(v)
+        return _float(v, node, a.name)
+    if k == "nonneg_float":
+        f = _float(v, node, a.name)
+        if f < 0:
+            raise _fail("must be ≥ 0", node, a.name, v)
+        return f
+    if k == "text":
+        if not isinstance(v, str):
+            raise _fail("expected a string", node, a.name, v)
+        return v
     if k == "ints":
         if _is_int(v):
             v = (v,)
         if not (isinstance(v, tuple) and all(_is_int(i) for i in v)):
-            raise NetworkError("expected a list of integers", node=node, field=a.name, value=v)
+            raise _fail("expected a list of integers", node, a.name, v)
         if any(abs(i) > MAX_DIM for i in v):
-            raise NetworkError(f"is absurdly large (limit {MAX_DIM:,})", node=node, field=a.name, value=v)
+            raise _fail(f"is absurdly large (limit {MAX_DIM:,})", node, a.name, v)
         return v
     if k == "opt_pair":
-        if v is None or _is_int(v):
+        if v is None:
+            raise _fail("null is not an output size (torch refuses None): give a positive integer or a pair; "
+                        "[null, null] keeps both sides", node, a.name, v)
+        if _is_int(v):
             v = (v, v)
         if not (isinstance(v, tuple) and len(v) == 2
                 and all(i is None or (_is_int(i) and 1 <= i <= MAX_DIM) for i in v)):
-            raise NetworkError("expected a positive integer, a pair of them, or null", node=node, field=a.name, value=v)
+            raise _fail("expected a positive integer or a pair of them; an entry may be null (that side keeps its "
+                        "size)", node, a.name, v)
         return v
-    if k in ("opt_pos", "opt_nonneg", "opt_bool", "opt_float", "opt_pair_stride") and v is None:
-        return None
-    if k == "opt_nonneg":
-        return _check(Attr(a.name, "nonneg"), v, node)
-    if k == "opt_pos":
-        return _check(Attr(a.name, "pos"), v, node)
-    if k == "opt_bool":
-        return _check(Attr(a.name, "bool"), v, node)
-    if k == "opt_float":
-        return _check(Attr(a.name, "float"), v, node)
-    if k == "opt_pair_stride":
-        return _pair(v, 1, node, a.name)
+    if k == "opt_scale":
+        if v is None:
+            return None
+        s = v if isinstance(v, tuple) else (v,)
+        if len(s) != (2 if isinstance(v, tuple) else 1) or any(_is_int(x) and x > MAX_DIM for x in s) \
+                or any(finite_number(x) is None or x <= 0 for x in s):
+            raise _fail("expected a positive number or a pair of them", node, a.name, v)
+        return v
     if k == "prob":
-        p = _check(Attr(a.name, "float"), v, node)
+        p = _float(v, node, a.name)
         if not 0.0 <= p <= 1.0:
-            raise NetworkError("must be a probability between 0 and 1", node=node, field=a.name, value=v)
+            raise _fail("must be a probability between 0 and 1", node, a.name, v)
         return p
     if k == "choice":
         if v not in a.choices:
-            raise NetworkError(f"must be one of {', '.join(map(repr, a.choices))}", node=node, field=a.name, value=v)
+            raise _fail(f"must be one of {', '.join(map(repr, a.choices))}", node, a.name, v)
         return v
     raise RuntimeError(f"attribute kind {k!r} of {a.name} has no check")
 
