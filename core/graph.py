@@ -178,15 +178,16 @@ def _topo_order(network: Network) -> list[int]:
         raise NetworkError("the network has no inputs", node=network.name)
     for i, n in enumerate(network.nodes):
         if not n.name or not isinstance(n.name, str):
-            raise NetworkError("every node needs a non-empty name", node=f"nodes[{i}]", field="name", value=n.name)
+            raise NetworkError("every node needs a non-empty name", node=f"nodes[{i}]", field="name",
+                               value=shown(n.name))
         if n.name in names or n.name in inputs:
-            raise NetworkError("duplicate name", node=n.name, field="name", value=n.name)
+            raise NetworkError("duplicate name", node=n.name, field="name", value=shown(n.name))
         names[n.name] = i
     for n in network.nodes:
         for src in n.inputs:
             if src not in names and src not in inputs:
                 raise NetworkError(f"input '{src}' is neither a node nor a network input", node=n.name,
-                                   field="inputs", value=list(n.inputs))
+                                   field="inputs", value=shown(list(n.inputs)))
     indeg = [sum(1 for s in n.inputs if s in names) for n in network.nodes]
     users: dict[int, list[int]] = {}
     for i, n in enumerate(network.nodes):
@@ -206,7 +207,7 @@ def _topo_order(network: Network) -> list[int]:
     if len(order) != len(network.nodes):
         stuck = [network.nodes[i].name for i, d in enumerate(indeg) if d > 0]
         raise NetworkError(f"the graph has a cycle through {', '.join(stuck[:5])}", node=stuck[0], field="inputs",
-                           value=list(network.nodes[names[stuck[0]]].inputs))
+                           value=shown(list(network.nodes[names[stuck[0]]].inputs)))
     return order
 
 
@@ -223,7 +224,7 @@ def compile_network(network: Network) -> Compiled:
                     hash(v)
                 except TypeError:
                     raise NetworkError("attribute values must be numbers, strings, booleans, null or lists of them",
-                                       node=n.name, field=k, value=v) from None
+                                       node=n.name, field=k, value=shown(v)) from None
         raise NetworkError("the network holds a value that is not a number, string or list",
                            node=network.name) from None
     return _compile_cached(network)
@@ -248,7 +249,7 @@ def _compile_cached(network: Network) -> Compiled:
         if k < lo or (hi is not None and k > hi):
             want = f"{lo}" if lo == hi else f"{lo} or more" if hi is None else f"{lo}…{hi}"
             raise NetworkError(f"op '{node.op}' takes {want} input(s), got {k}", node=node.name, field="inputs",
-                               value=list(node.inputs))
+                               value=shown(list(node.inputs)))
         attrs = validate_attrs(rule, node.name, node.attr)
         ins = tuple(shapes[s] for s in node.inputs)
         out = rule.shape(Ctx(node.name, attrs, ins))
@@ -267,7 +268,7 @@ def _compile_cached(network: Network) -> Compiled:
     for o in network.outputs:
         if o not in shapes:
             raise NetworkError(f"output '{o}' is not a node of the network", node=network.name, field="outputs",
-                               value=o)
+                               value=shown(o))
     outputs = network.outputs or (infos[-1].name,)
     infos = _with_gradient_accumulation(infos)
     peak, peak_at = _inference_peak(infos, network, outputs)

@@ -13,6 +13,7 @@ from functools import cached_property
 from typing import Any, Iterable, Mapping
 
 from .errors import NetworkError
+from .registry import shown
 
 SCHEMA_VERSION = 1
 SCHEMA_NAME = "cnn-calc/network"
@@ -127,6 +128,8 @@ class Network:
 
     @staticmethod
     def from_json(text: str) -> "Network":
+        if not isinstance(text, (str, bytes, bytearray)):
+            raise NetworkError(f"expected the text of a JSON document, got {type(text).__name__}", node="network JSON")
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:
@@ -144,11 +147,12 @@ class Network:
         if not isinstance(data, dict):
             raise NetworkError(f"expected a JSON object, got {type(data).__name__}", node=where)
         if data.get("schema") != SCHEMA_NAME:
-            raise NetworkError(f"expected schema '{SCHEMA_NAME}'", node=where, field="schema", value=data.get("schema"))
+            raise NetworkError(f"expected schema '{SCHEMA_NAME}'", node=where, field="schema",
+                               value=shown(data.get("schema")))
         version = data.get("version")
         if type(version) is not int or version != SCHEMA_VERSION:
             raise NetworkError(f"unsupported schema version (this build reads version {SCHEMA_VERSION})",
-                               node=where, field="version", value=version)
+                               node=where, field="version", value=shown(version))
         name = _expect(data, "name", str, where)
         inputs_raw = _expect(data, "inputs", list, where)
         nodes_raw = _expect(data, "nodes", list, where)
@@ -160,7 +164,9 @@ class Network:
             iname = _expect(item, "name", str, w)
             shape = _expect(item, "shape", list, w)
             if not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
-                raise NetworkError("shape must be a list of integers", node=w, field="shape", value=shape)
+                raise NetworkError("shape must be a list of integers", node=w, field="shape", value=shown(shape))
+            if iname in inputs:
+                raise NetworkError("duplicate input name", node=w, field="name", value=shown(iname))
             inputs[iname] = tuple(shape)
         nodes = []
         for i, item in enumerate(nodes_raw):
@@ -171,19 +177,23 @@ class Network:
             op = _expect(item, "op", str, nname)
             ins = _expect(item, "inputs", list, nname)
             if not all(isinstance(s, str) for s in ins):
-                raise NetworkError("inputs must be a list of node names", node=nname, field="inputs", value=ins)
+                raise NetworkError("inputs must be a list of node names", node=nname, field="inputs", value=shown(ins))
             attrs = item.get("attrs", {})
             if not isinstance(attrs, dict):
-                raise NetworkError("attrs must be an object", node=nname, field="attrs", value=attrs)
+                raise NetworkError("attrs must be an object", node=nname, field="attrs", value=shown(attrs))
             for k, v in attrs.items():
                 if not _plain(v):
                     raise NetworkError("attribute values must be numbers, strings, booleans, null or lists of them",
-                                       node=nname, field=k, value=v)
+                                       node=nname, field=k, value=shown(v))
             nodes.append(Node.from_attrs(nname, op, ins, attrs))
         outputs = data.get("outputs", [])
         if not isinstance(outputs, list) or not all(isinstance(s, str) for s in outputs):
-            raise NetworkError("outputs must be a list of node names", node=where, field="outputs", value=outputs)
-        return Network.make(name, inputs, nodes, outputs, str(data.get("description", "")))
+            raise NetworkError("outputs must be a list of node names", node=where, field="outputs",
+                               value=shown(outputs))
+        description = data.get("description", "")
+        if not isinstance(description, str):      # printed as it is, but never an integer too long to print
+            description = str(shown(description))
+        return Network.make(name, inputs, nodes, outputs, description)
 
 
 def _plain(v: Any, depth: int = 0) -> bool:
@@ -197,5 +207,6 @@ def _expect(obj: dict, key: str, typ: type, where: str) -> Any:
         raise NetworkError("missing", node=where, field=key)
     value = obj[key]
     if not isinstance(value, typ):
-        raise NetworkError(f"expected {typ.__name__}, got {type(value).__name__}", node=where, field=key, value=value)
+        raise NetworkError(f"expected {typ.__name__}, got {type(value).__name__}", node=where, field=key,
+                           value=shown(value))
     return value

@@ -305,8 +305,15 @@ class _Shown:
 
 
 _SHOWN_DIGITS = 40          # integers longer than this are described, not printed (str() refuses 4,300+ digits)
-_SHOWN_CHARS = 200
+_SHOWN_CHARS = 100
 _SHOWN_ITEMS = 16
+
+
+def _digits(v: int) -> int:
+    """Decimal digits of ``v`` without converting it to text: 2^(b−1) has d0 digits, so ``v`` has d0 or d0 + 1."""
+    v = abs(v)
+    d0 = int((v.bit_length() - 1) * 0.30102999566398120) + 1
+    return d0 + (v >= 10 ** d0)
 
 
 def shown(v: Any) -> Any:
@@ -314,7 +321,7 @@ def shown(v: Any) -> Any:
     are abbreviated (a message must never raise while it is being formatted)."""
     if isinstance(v, int) and not isinstance(v, bool):
         if v.bit_length() > _SHOWN_DIGITS * 3.33:
-            return _Shown(f"<{'-' if v < 0 else ''}an integer of about {int(v.bit_length() * 0.30103) + 1:,} digits>")
+            return _Shown(f"<{'-' if v < 0 else ''}an integer of {_digits(v):,} digits>")
         return v
     if isinstance(v, str) and len(v) > _SHOWN_CHARS:
         return _Shown(repr(v[:_SHOWN_CHARS]) + f"… ({len(v):,} characters)")
@@ -323,7 +330,13 @@ def shown(v: Any) -> Any:
         if len(v) > _SHOWN_ITEMS:
             return _Shown("(" + ", ".join(map(repr, items)) + f", … {len(v):,} items)")
         return items if isinstance(v, tuple) else list(items)
-    return v
+    if v is None or isinstance(v, (bool, float, str)):
+        return v
+    try:
+        text = repr(v)
+    except Exception:             # noqa: BLE001 — a value whose repr fails (a dict holding a huge integer)
+        return _Shown(f"<a {type(v).__name__}>")
+    return _Shown(text[:_SHOWN_CHARS] + "…") if len(text) > _SHOWN_CHARS else v
 
 
 def _fail(reason: str, node: str, name: str, value: Any) -> NetworkError:
