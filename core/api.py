@@ -12,8 +12,10 @@ from typing import Any
 from . import paleo, zoo
 from .choices import DEFAULT_DTYPE, DEFAULT_OPTIMIZER
 from .errors import NetworkError
+from .files import NETWORK_FILE_LIMIT, read_text
 from .graph import compile_network
 from .ir import Network
+from .registry import MAX_DIM
 from .report import Report, check_batch
 
 _PY_CLASS = re.compile(r"^(?P<path>.+\.py):(?P<cls>[A-Za-z_][A-Za-z0-9_]*)$")
@@ -34,20 +36,44 @@ def _load_python_class(spec: str, input_shape: Any) -> Network:
     module = importlib.util.module_from_spec(spec_)
     try:
         spec_.loader.exec_module(module)
-    except Exception as e:  # noqa: BLE001 — user code: report it in one line
-        raise NetworkError(f"running {path} failed: {type(e).__name__}: {e}", field="model", value=spec) from None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:  # noqa: BLE001 — user code (even sys.exit()): report it in one line
+        raise NetworkError(f"running {path} failed: {_raised(e)}", field="model", value=spec) from None
     factory = getattr(module, cls, None)
     if factory is None:
         raise NetworkError(f"{path} defines no '{cls}'", field="model", value=spec)
     try:
         instance = factory()
-    except Exception as e:  # noqa: BLE001
-        raise NetworkError(f"{cls}() failed: {type(e).__name__}: {e}", field="model", value=spec) from None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:  # noqa: BLE001
+        raise NetworkError(f"{cls}() failed: {_raised(e)}", field="model", value=spec) from None
     if not _is_torch_module(instance):
         raise NetworkError(f"{cls}() is not a torch.nn.Module", field="model", value=spec)
+    return _convert(instance, parse_shape(input_shape), cls)
+
+
+def _convert(model: Any, shape: tuple[int, ...], name: str) -> Network:
+    """``core.bridge.fx_import`` on a user's module: its forward is user code, and one that calls ``sys.exit()``
+    is reported like any other failure instead of ending the process."""
     from .bridge.fx_import import from_module
 
-    return from_module(instance, parse_shape(input_shape), name=cls).network
+    try:
+        return from_module(model, shape, name=name).network
+    except (SystemExit, GeneratorExit) as e:
+        raise NetworkError(f"converting {name} failed: {_raised(e)}", field="model", value=name) from None
+
+
+def _raised(e: BaseException) -> str:
+    """What user code raised, in a few words: ``SystemExit: 0``, ``ZeroDivisionError: division by zero``."""
+    if isinstance(e, SystemExit):
+        return f"it called exit({e.code!r})"
+    try:
+        text = str(e)
+    except Exception:  # noqa: BLE001 — its __str__ may fail too
+        text = ""
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 
 def _is_torch_module(model: Any) -> bool:
@@ -66,42 +92,42 @@ def load_network(model: Any, input_shape: Any = None) -> Network:
         if input_shape is None:
             raise NetworkError("analysing an nn.Module needs input_shape, e.g. (3, 224, 224)", field="input_shape",
                                value=None)
-        from .bridge.fx_import import from_module
-
-        return from_module(model, parse_shape(input_shape), name=type(model).__name__).network
+        return _convert(model, parse_shape(input_shape), type(model).__name__)
     if isinstance(model, str) and _PY_CLASS.match(model):
         return _load_python_class(model, input_shape)
     if isinstance(model, str):
         if model.endswith(".json") or os.path.sep in model:
-            try:
-                with open(model, encoding="utf-8") as f:
-                    text = f.read()
-            except OSError as e:
-                raise NetworkError(f"cannot read the file: {e.strerror}", field="model", value=model) from None
-            except UnicodeDecodeError:
-                raise NetworkError("the file is not UTF-8 text", field="model", value=model) from None
-            return Network.from_json(text)
+            return Network.from_json(read_text(model, limit=NETWORK_FILE_LIMIT, error=NetworkError, field="model"))
         return zoo.get(model)
     raise NetworkError(f"expected a built-in name, a JSON path or a Network, got {type(model).__name__}",
                        field="model", value=repr(model)[:80])
 
 
 def parse_shape(text: Any) -> tuple[int, ...]:
-    """'3x224x224', '3,224,224', (3, 224, 224) → (3, 224, 224): the per-sample input shape, batch excluded."""
+    """'3x224x224', '3,224,224', (3, 224, 224), 784 → (3, 224, 224): the per-sample input shape, batch excluded.
+    Each dimension is a whole number from 1 to ``MAX_DIM``."""
     if isinstance(text, (tuple, list)):
         if not all(isinstance(p, int) and not isinstance(p, bool) for p in text):
             raise NetworkError("input shape must be whole numbers, like (3, 224, 224)", field="input_shape",
                                value=text)
-        parts = list(text)
+        parts: list = list(text)
+    elif isinstance(text, int) and not isinstance(text, bool):
+        parts = [text]
+    elif isinstance(text, str):
+        parts = [p for p in text.lower().replace("×", "x").replace(",", "x").replace(" ", "").split("x") if p]
     else:
-        parts = [p for p in str(text).lower().replace("×", "x").replace(",", "x").replace(" ", "").split("x") if p]
+        raise NetworkError(f"input shape must be text like 3x224x224 or a tuple of whole numbers, not "
+                           f"{type(text).__name__}", field="input_shape", value=text)
     try:
-        shape = tuple(int(p) for p in parts)
-    except (TypeError, ValueError):
+        shape = tuple(p if isinstance(p, int) else int(p) for p in parts)
+    except (TypeError, ValueError):     # not digits, or more digits than Python converts
         raise NetworkError("input shape must look like 3x224x224 (batch excluded)", field="input_shape",
                            value=text) from None
     if not shape or any(d < 1 for d in shape):
         raise NetworkError("input shape needs positive dimensions, like 3x224x224", field="input_shape", value=text)
+    if any(d > MAX_DIM for d in shape):
+        raise NetworkError(f"input shape has an absurdly large dimension (limit {MAX_DIM:,})", field="input_shape",
+                           value=text)
     return shape
 
 
@@ -125,6 +151,7 @@ def estimate(model: Any, device: Any, batch_size: int = 1, dtype: str = DEFAULT_
              optimizer: str = DEFAULT_OPTIMIZER, input_shape: Any = None, **settings) -> paleo.Estimate:
     """PALEO estimate of any model ``analyze`` takes on ``device`` (id, name or Device); ``settings`` as
     ``core.paleo.Estimate`` takes them (ppp, ppp_memory, variant, conv_algorithm, fused, workers, link, …)."""
+    paleo.check_settings(settings, extra=("db",))
     report = model if isinstance(model, Report) else analyze(model, input_shape, batch_size, dtype, optimizer)
     return paleo.estimate(report, device, batch_size, dtype, optimizer=optimizer, **settings)
 

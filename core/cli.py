@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from .choices import ALLREDUCE, CONV_ALGORITHMS, DEFAULT_DTYPE, DEFAULT_OPTIMIZER, VARIANTS
-from .errors import CalcError
+from .errors import CalcError, one_line
 from .precision import OPTIMIZERS, PRECISIONS
 from .report import CONVENTION, Report
 from .units import format_bytes
@@ -56,8 +57,20 @@ def format_table(report: Report) -> str:
     return "\n".join(out)
 
 
+class UsageError(Exception):
+    """A command line argparse refuses: printed as one line (``error: <what is wrong>``), exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a bad command line is one line naming what is wrong instead of usage + error (``--help``
+    still prints the usage)."""
+
+    def error(self, message: str):
+        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m core", description="CNN performance calculator")
+    p = _Parser(prog="python -m core", description="CNN performance calculator")
     sub = p.add_subparsers(dest="cmd", required=True)
     a = sub.add_parser("analyze", help="per-layer parameters, MACs, FLOPs and memory")
     a.add_argument("model", help="a built-in network (see 'list') or a path to an IR JSON file")
@@ -81,7 +94,7 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--dtype", default=DEFAULT_DTYPE, help=f"one of {', '.join(PRECISIONS)}")
     e.add_argument("--optimizer", default=DEFAULT_OPTIMIZER, help=f"one of {', '.join(OPTIMIZERS)}")
     e.add_argument("--ppp", type=float, default=1.0,
-                   help="platform percent of peak for compute, in (0, 1]; 1.0 = datasheet peak (default)")
+                   help="platform percent of peak for compute, from 0.001 to 1; 1.0 = datasheet peak (default)")
     e.add_argument("--ppp-memory", type=float, default=None, help="PPP for memory bandwidth (default: --ppp)")
     e.add_argument("--variant", default=VARIANTS[0], choices=VARIANTS,
                    help="paleo: read + compute + write per layer; roofline: max(compute, memory)")
@@ -108,6 +121,20 @@ def _si(v: float, unit: str) -> str:
 
 def _seconds(s: float) -> str:
     return f"{s * 1e3:,.3f} ms" if s < 1 else f"{s:,.3f} s"
+
+
+def _bound(bound: str) -> str:
+    return "no work to bound" if bound == "none" else f"{bound}-bound"
+
+
+def _intensity(ai: float | None, digits: int = 2) -> str:
+    """None: the work moves no bytes, so it has no arithmetic intensity."""
+    return "—" if ai is None else f"{ai:,.{digits}f}"
+
+
+def _throughput(samples_per_s: float | None) -> str:
+    """None: the network does no work in that pass (0 s), so it has no throughput to state."""
+    return "— samples/s (no work to time)" if samples_per_s is None else f"{samples_per_s:,.1f} samples/s"
 
 
 def format_devices(db) -> str:
@@ -143,59 +170,92 @@ def format_estimate(est) -> str:
            + (f" of which {_seconds(t['forward_fresh_s'])} writing {_si(t['forward_fresh_bytes'], 'B')} to fresh "
               "pages" if t["forward_fresh_s"] else "")
            + (f", per-layer overhead {_seconds(t['forward_overhead_s'])}" if t["forward_overhead_s"] else "")
-           + f")  → {t['inference_samples_per_s']:,.1f} samples/s",
+           + f")  → {_throughput(t['inference_samples_per_s'])}",
            f"Backward:       {_seconds(t['backward_s'])}",
            f"Weight update:  {_seconds(t['update_s'])} ({est.report.optimizer})"]
     if est.workers > 1:
         out.append(f"All-reduce:     {_seconds(t['communication_s'])} ({est.allreduce}, {est.workers} workers over "
                    f"{est.link.name})")
-    out += [f"Training step:  {_seconds(t['training_step_s'])}  → {t['samples_per_s']:,.1f} samples/s",
-            f"Roofline:       intensity {r['arithmetic_intensity']:,.2f} FLOP/byte → {r['bound']}-bound, "
+    out += [f"Training step:  {_seconds(t['training_step_s'])}  → {_throughput(t['samples_per_s'])}",
+            f"Roofline:       intensity {_intensity(r['arithmetic_intensity'])} FLOP/byte → {_bound(r['bound'])}, "
             f"attainable {_si(r['attainable_flop_per_s'], 'FLOP/s')}",
             "", "Slowest layers (forward):"]
     for row in rows:
         ai = row["arithmetic_intensity"]
         out.append(f"  {row['name']:<{width}}  {_seconds(row['forward_s']):>12}  {row['share'] * 100:5.1f}%  "
-                   f"{(f'{ai:,.1f}' if ai is not None else '—'):>9} FLOP/B  {row['bound']}")
+                   f"{_intensity(ai, 1):>9} FLOP/B  {row['bound']}")
     return "\n".join(out)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    """Run one command; returns the exit status: 0, 2 for bad input (one line on stderr, ``error: ...``), 1 for an
+    internal error (one line too; ``CNN_CALC_DEBUG=1`` shows its traceback), 130 when interrupted."""
+    try:
+        try:
+            args = _parser().parse_args(argv)
+        except SystemExit as e:         # --help printed the usage
+            return e.code if isinstance(e.code, int) else 0
+        return _run(args)
+    except (CalcError, UsageError) as e:
+        _fail(f"error: {e}")
+        return 2
+    except KeyboardInterrupt:
+        _fail("cancelled")
+        return 130
+    except BrokenPipeError:             # `python -m core analyze resnet152 | head`: the reader left
+        _silence_stdout()
+        return 0
+    except Exception as e:              # a bug, not bad input: still one line, no traceback
+        if os.environ.get("CNN_CALC_DEBUG"):
+            raise
+        _fail(f"internal error: {type(e).__name__}: {one_line(str(e))[:500]} (set CNN_CALC_DEBUG=1 to see where)")
+        return 1
+
+
+def _fail(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _run(args) -> int:
     if args.cmd in ("time", "calibrate"):
         from .bridge import cli_ext
         return cli_ext.dispatch(args)
-    try:
-        if args.cmd == "list":
-            from .zoo import names
-            print("\n".join(names()))
+    if args.cmd == "list":
+        from .zoo import names
+        print("\n".join(names()))
+        return 0
+    if args.cmd in ("devices", "estimate"):
+        from .devices import load_devices
+        db = load_devices(args.file)
+        if args.cmd == "devices":
+            print(json.dumps({"devices": [d.to_dict() for d in db.devices.values()],
+                              "interconnects": [i.to_dict() for i in db.interconnects.values()],
+                              "problems": list(db.problems)}, indent=1) if args.json else format_devices(db))
             return 0
-        if args.cmd in ("devices", "estimate"):
-            from .devices import load_devices
-            db = load_devices(args.file)
-            if args.cmd == "devices":
-                print(json.dumps({"devices": [d.to_dict() for d in db.devices.values()],
-                                  "interconnects": [i.to_dict() for i in db.interconnects.values()],
-                                  "problems": list(db.problems)}, indent=1) if args.json else format_devices(db))
-                return 0
-            from .api import estimate
-            est = estimate(args.model, args.device, batch_size=args.batch, dtype=args.dtype, ppp=args.ppp,
-                           ppp_memory=args.ppp_memory, optimizer=args.optimizer, variant=args.variant,
-                           conv_algorithm=args.conv_algo, fused=args.fused, workers=args.workers, link=args.link,
-                           ppp_comm=args.ppp_comm, allreduce=args.allreduce, input_shape=args.input, db=db)
-            print(json.dumps(est.to_dict(), indent=1) if args.json else format_estimate(est))
-            return 0
-        from .api import analyze
-        report = analyze(args.model, input_shape=args.input, batch_size=args.batch, dtype=args.dtype,
-                         optimizer=args.optimizer)
-        if args.explain:
-            for line in report.explain(args.explain):
-                print(line)
-        elif args.json:
-            print(json.dumps(report.to_dict(), indent=1))
-        else:
-            print(format_table(report))
-    except CalcError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        from .api import estimate
+        est = estimate(args.model, args.device, batch_size=args.batch, dtype=args.dtype, ppp=args.ppp,
+                       ppp_memory=args.ppp_memory, optimizer=args.optimizer, variant=args.variant,
+                       conv_algorithm=args.conv_algo, fused=args.fused, workers=args.workers, link=args.link,
+                       ppp_comm=args.ppp_comm, allreduce=args.allreduce, input_shape=args.input, db=db)
+        text = json.dumps(est.to_dict(), indent=1, allow_nan=False) if args.json else format_estimate(est)
+        print(text)
+        return 0
+    from .api import analyze
+    report = analyze(args.model, input_shape=args.input, batch_size=args.batch, dtype=args.dtype,
+                     optimizer=args.optimizer)
+    if args.explain is not None:
+        text = "\n".join(str(line) for line in report.explain(args.explain))
+    elif args.json:
+        text = json.dumps(report.to_dict(), indent=1)
+    else:
+        text = format_table(report)
+    print(text)
     return 0

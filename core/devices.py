@@ -16,10 +16,12 @@ import json
 import os
 from dataclasses import dataclass, field
 from functools import lru_cache
+from math import isfinite
 from pathlib import Path
 from typing import Any
 
-from .errors import DeviceError
+from .errors import MAX_SHOWN, DeviceError, one_line, show
+from .files import DEVICE_FILE_LIMIT, parse_json, read_text
 from .precision import PRECISIONS
 from .registry import WORK_CLASSES
 
@@ -92,7 +94,16 @@ _SOURCE = FieldSpec("source", str, "where the figures come from: a datasheet add
 _NOTE = FieldSpec("note", str, "anything a reader should know about the figures", required=True, default="")
 _USER = FieldSpec("user", bool, "one of the user's own entries (their file), not a built-in one", default=False)
 _POSITIVE = {"exclusiveMinimum": 0}
-_PEAKS = _each(PRECISION_KEYS, {"type": "number", **_POSITIVE})
+# Physical bounds on the numbers a file or a form gives, far outside any real device's yet tight enough that every
+# time and throughput made from them is a finite float (a peak of 5e-324 FLOP/s, or 10^400, is not a device).
+PEAK_RANGE = (1e3, 1e21)            # FLOP/s: a microcontroller's kFLOP/s to a zettaFLOP/s wafer
+BANDWIDTH_RANGE = (1e3, 1e18)       # bytes/s: memory, page faults, links
+CAPACITY_MAX = 2.0 ** 70            # bytes (1 ZiB)
+EFFICIENCY_MIN = 1e-6               # a class of work at a millionth of the peak
+LATENCY_MAX = 10.0                  # seconds per message
+_PEAK = {"minimum": PEAK_RANGE[0], "maximum": PEAK_RANGE[1]}
+_BANDWIDTH = {"minimum": BANDWIDTH_RANGE[0], "maximum": BANDWIDTH_RANGE[1]}
+_PEAKS = _each(PRECISION_KEYS, {"type": "number", **_PEAK})
 
 DEVICE_FIELDS: tuple[FieldSpec, ...] = (
     _ID, _NAME,
@@ -101,30 +112,32 @@ DEVICE_FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec("year", int, "year of release", required=True, rule={"minimum": 1990, "maximum": 2100}),
     FieldSpec("peak_flops", dict, "dense peak per precision, FLOP/s (int8: ops/s); at least one", required=True,
               rule={**_PEAKS, "minProperties": 1}),
-    FieldSpec("memory_bandwidth", float, "main-memory bandwidth, bytes/s", required=True, rule=_POSITIVE),
+    FieldSpec("memory_bandwidth", float, "main-memory bandwidth, bytes/s", required=True, rule=_BANDWIDTH),
     _SOURCE, _NOTE,
-    FieldSpec("memory_capacity", float, "memory size, bytes", rule=_POSITIVE, default=None),
+    FieldSpec("memory_capacity", float, "memory size, bytes", rule={**_POSITIVE, "maximum": CAPACITY_MAX},
+              default=None),
     FieldSpec("sparse_flops", dict, "peak per precision with structured sparsity, FLOP/s", rule=_PEAKS, default={}),
-    FieldSpec("gpus_per_board", int, "GPUs on one board (a K80 board holds two)", rule={"minimum": 1}, default=1),
+    FieldSpec("gpus_per_board", int, "GPUs on one board (a K80 board holds two)", rule={"minimum": 1, "maximum": 1024},
+              default=1),
     FieldSpec("compute_notes", dict, "precision → a note on its peak",
               rule={"additionalProperties": {"type": "string"}}, default={}),
     FieldSpec("efficiency", dict, "class of work → fraction of the peak it reaches (calibrated devices)",
-              rule=_each(OP_CLASSES, {"type": "number", "exclusiveMinimum": 0, "maximum": 1}), default={}),
+              rule=_each(OP_CLASSES, {"type": "number", "minimum": EFFICIENCY_MIN, "maximum": 1}), default={}),
     FieldSpec("layer_overhead", dict, "class of work → seconds each layer call costs on top of its work (calibrated "
               "devices)", rule=_each(OP_CLASSES, {"type": "number", "minimum": 0, "maximum": 1}), default={}),
     # a Linux CPU's malloc (glibc): bytes a forward pass writes to fresh pages (core.cpu_heap replays its
     # allocations) run at alloc_bandwidth, the page-fault rate
     FieldSpec("alloc_threshold", float, "the allocator's largest mmap threshold, bytes (glibc: 32 MiB on 64-bit)",
-              rule=_POSITIVE, default=None),
+              rule={**_POSITIVE, "maximum": CAPACITY_MAX}, default=None),
     FieldSpec("alloc_bandwidth", float, "rate of writes to pages the process has not touched yet (page faults), "
-              "bytes/s", rule=_POSITIVE, default=None),
+              "bytes/s", rule=_BANDWIDTH, default=None),
     _USER,
 )
 INTERCONNECT_FIELDS: tuple[FieldSpec, ...] = (
     _ID, _NAME,
-    FieldSpec("bandwidth", float, "bytes/s per direction", required=True, rule=_POSITIVE),
+    FieldSpec("bandwidth", float, "bytes/s per direction", required=True, rule=_BANDWIDTH),
     _SOURCE, _NOTE,
-    FieldSpec("latency", float, "seconds per message", rule={"minimum": 0}, default=0.0),
+    FieldSpec("latency", float, "seconds per message", rule={"minimum": 0, "maximum": LATENCY_MAX}, default=0.0),
     _USER,
 )
 
@@ -161,7 +174,11 @@ class Device:
         if value is None:
             raise DeviceError(f"{self.name} has no {compute} peak; it has {', '.join(self.precisions)}",
                               node=self.id, field="precision", value=compute)
-        return float(value)
+        try:
+            return float(value)
+        except (OverflowError, TypeError, ValueError):
+            raise DeviceError("must be a number of FLOP/s a float holds", node=self.id, field=f"peak_flops.{compute}",
+                              value=value) from None
 
     @property
     def precisions(self) -> list[str]:
@@ -192,28 +209,39 @@ def _validator(schema: dict):
     return jsonschema.Draft202012Validator(schema)
 
 
-def _non_finite(value: Any, path: str = "") -> str | None:
-    if isinstance(value, float) and value != value or value in (float("inf"), float("-inf")):
-        return path or "entry"
+def _non_finite(value: Any, path: str = "") -> tuple[str, Any] | None:
+    """(path, value) of the first number in ``value`` that no float holds (NaN, ±inf, an integer beyond 1e308)."""
+    if isinstance(value, float) and not isfinite(value):
+        return path or "entry", value
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 1024:
+        return path or "entry", value
     if isinstance(value, dict):
         for k, v in value.items():
             bad = _non_finite(v, f"{path}.{k}" if path else str(k))
+            if bad:
+                return bad
+    if isinstance(value, list):
+        for i, v in enumerate(value):
+            bad = _non_finite(v, f"{path}[{i}]")
             if bad:
                 return bad
     return None
 
 
 def _first_problem(validator, entry: Any) -> tuple[str, str] | None:
-    bad = _non_finite(entry)
-    if bad:
-        return bad, "must be a finite number"
-    errors = sorted(validator.iter_errors(entry), key=lambda e: list(e.absolute_path))
+    try:
+        bad = _non_finite(entry)
+        if bad:
+            return bad[0], "must be a finite number" + ("" if isinstance(bad[1], float) else f", not {show(bad[1])}")
+        errors = sorted(validator.iter_errors(entry), key=lambda e: list(e.absolute_path))
+    except RecursionError:
+        return "entry", "nested too deeply"
     if not errors:
         return None
     e = errors[0]
     path = ".".join(str(p) for p in e.absolute_path) or (e.validator == "required" and
                                                          e.message.split("'")[1]) or "entry"
-    return path, e.message
+    return path[:MAX_SHOWN], one_line(e.message if len(e.message) <= MAX_SHOWN else e.message[:MAX_SHOWN - 1] + "…")
 
 
 def _entry_id(entry: Any, i: int, what: str) -> str:
@@ -243,7 +271,9 @@ class DeviceDB:
 
     @staticmethod
     def _find(query: str, table: dict, what: str):
-        q = str(query).strip().lower()
+        if not isinstance(query, str):
+            raise DeviceError(f"expected a {what} id or name, not {type(query).__name__}", field=what, value=query)
+        q = query.strip().lower()
         if q in table:
             return table[q]
         for item in table.values():
@@ -264,6 +294,9 @@ class DeviceDB:
     def add(self, spec: dict) -> "DeviceDB":
         """A new database with ``spec`` added (or replacing the entry with the same id); raises DeviceError naming
         the field if the spec is invalid. The file on disk is not touched."""
+        if not isinstance(spec, dict):
+            raise DeviceError(f"a device or interconnect is a dict of its fields, not {type(spec).__name__}",
+                              node="new device", field="spec", value=spec)
         spec = {**spec, "user": True}
         is_link = "bandwidth" in spec and "peak_flops" not in spec
         problem = _first_problem(_validator(INTERCONNECT_SCHEMA if is_link else DEVICE_SCHEMA), spec)
@@ -275,11 +308,18 @@ class DeviceDB:
         return DeviceDB({**self.devices, spec["id"]: _make_device(spec)}, self.interconnects, self.problems)
 
     def remove(self, id_: str) -> "DeviceDB":
+        if not isinstance(id_, str):
+            raise DeviceError("expected a device or interconnect id", field="id", value=id_)
         if id_ in self.devices:
             return DeviceDB({k: v for k, v in self.devices.items() if k != id_}, self.interconnects, self.problems)
         if id_ in self.interconnects:
             return DeviceDB(self.devices, {k: v for k, v in self.interconnects.items() if k != id_}, self.problems)
         raise DeviceError("no such device or interconnect", field="id", value=id_)
+
+    def merged(self, other: "DeviceDB") -> "DeviceDB":
+        """This database with ``other``'s entries added (replacing those with the same id) and its problems."""
+        return DeviceDB({**self.devices, **other.devices}, {**self.interconnects, **other.interconnects},
+                        self.problems + other.problems)
 
     def user_entries(self) -> dict:
         return {"schema": SCHEMA_NAME, "version": SCHEMA_VERSION,
@@ -317,14 +357,24 @@ def parse_devices(data: Any, *, where: str = "device_specs.json", user: bool = F
 
 
 def _read(path: Path) -> Any:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise DeviceError(f"cannot read: {e.strerror}", node=str(path)) from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise DeviceError(f"not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})", node=str(path)) from None
+    """The parsed document in a device file: a regular file of at most ``DEVICE_FILE_LIMIT`` bytes, UTF-8 JSON.
+    Every failure (unreadable, too large, not UTF-8, not JSON, nested too deeply, an over-long integer) is a
+    DeviceError naming the file."""
+    return parse_json(read_text(path, limit=DEVICE_FILE_LIMIT, error=DeviceError), _failure(str(path)))
+
+
+def _failure(where: str):
+    return lambda reason: DeviceError(reason, node=where)
+
+
+def read_devices_document(data: Any, *, where: str = "uploaded devices") -> Any:
+    """The parsed document in an upload: bytes or text (size-capped, decoded, parsed; failures are DeviceErrors
+    naming ``where``), or a document already parsed (returned as it is)."""
+    if isinstance(data, (bytes, bytearray, str)):
+        if len(data) > DEVICE_FILE_LIMIT:
+            raise DeviceError(f"the document is {len(data):,} bytes; the limit is {DEVICE_FILE_LIMIT:,}", node=where)
+        return parse_json(data, _failure(where))
+    return data
 
 
 @lru_cache(maxsize=8)
@@ -332,21 +382,57 @@ def _load_cached(path: str, mtime: float) -> DeviceDB:
     return parse_devices(_read(Path(path)), where=Path(path).name)
 
 
-def load_devices(path: str | Path | None = None, user_path: str | Path | None = USER_PATH) -> DeviceDB:
+def _user_part(read, where: str) -> DeviceDB:
+    """The user's entries; a user document that cannot be read or is not a device document at all is left out
+    whole, reported as one problem (the built-in database still loads)."""
+    try:
+        return parse_devices(read(), where=where, user=True)
+    except DeviceError as e:
+        return DeviceDB({}, {}, (f"{where}: the whole file is left out: {e.reason}",))
+
+
+def load_devices(path: str | Path | None = None, user_path: str | Path | None = USER_PATH, *,
+                 user_data: Any = None) -> DeviceDB:
     """The database (default: ``device_specs.json`` beside ``core/``) plus the user's own entries (default
-    ``~/.cnn_calc/devices.json``, or ``$CNN_CALC_HOME/devices.json``; ``user_path=None`` leaves them out)."""
+    ``~/.cnn_calc/devices.json``, or ``$CNN_CALC_HOME/devices.json``; ``user_path=None`` leaves them out).
+
+    ``user_data``: user entries held elsewhere than in a file (a server keeping each user's devices in their
+    session): a parsed document or the bytes/text of an upload, in the format ``DeviceDB.user_entries`` gives; its
+    entries come after (and replace) the user file's. A corrupt user file or document is left out and reported in
+    ``problems``; only a bad ``path`` (the database itself) raises DeviceError."""
     p = Path(path or DEFAULT_PATH)
     try:
         mtime = p.stat().st_mtime
-    except OSError as e:
-        raise DeviceError(f"cannot read: {e.strerror}", node=str(p)) from None
+    except (OSError, ValueError) as e:
+        raise DeviceError(f"cannot read: {getattr(e, 'strerror', None) or e}", node=str(p)) from None
     db = _load_cached(str(p), mtime)
-    if user_path is not None and Path(user_path).exists():
-        extra = parse_devices(_read(Path(user_path)), where=Path(user_path).name, user=True)
-        db = DeviceDB({**db.devices, **extra.devices}, {**db.interconnects, **extra.interconnects},
-                      db.problems + extra.problems)
+    if user_path is not None and _exists(Path(user_path)):
+        db = db.merged(_user_part(lambda: _read(Path(user_path)), Path(user_path).name))
+    if user_data is not None:
+        db = db.merged(_user_part(lambda: read_devices_document(user_data), "uploaded devices"))
     return db
 
 
-def save_user_devices(db: DeviceDB, path: str | Path) -> None:
-    Path(path).write_text(json.dumps(db.user_entries(), indent=1), encoding="utf-8")
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except (OSError, ValueError):       # a name too long, a NUL byte: not a file that exists
+        return False
+
+
+def save_user_devices(db: DeviceDB, path: str | Path) -> Path | None:
+    """Write the user's entries of ``db`` to ``path`` (whole, through a temporary file, so a crash leaves the old
+    file). A file already there that cannot be read as a device document (``load_devices`` left it out) is not
+    overwritten: it is moved to ``<name>.bad`` first, and that path is returned (None otherwise)."""
+    p = Path(path)
+    kept = None
+    if _exists(p):
+        try:
+            parse_devices(_read(p), where=p.name, user=True)
+        except DeviceError:
+            kept = p.with_name(p.name + ".bad")
+            os.replace(p, kept)
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(db.user_entries(), indent=1), encoding="utf-8")
+    os.replace(tmp, p)
+    return kept

@@ -51,6 +51,7 @@ class _Groups:
 def channel_groups(network: Network) -> dict[str, str]:
     """Map each node to the id of its output's channel variable; nodes with the same id must keep equal channels.
     How a node's channels relate to its inputs' is its rule's ``channel`` (``core.registry.OpRule``)."""
+    _check_network(network)
     comp = compile_network(network)
     var: dict[str, tuple[str, int] | None] = {k: None for k in comp.input_shapes}   # node → (var, size)
     uf = _Groups()
@@ -76,19 +77,35 @@ def channel_groups(network: Network) -> dict[str, str]:
     return {n.name: uf.find(var[n.name][0]) for n in comp.nodes if var[n.name] is not None}
 
 
+def _check_network(network: Any) -> None:
+    if not isinstance(network, Network):
+        raise NetworkError(f"expected a Network (core.load_network), not {type(network).__name__}", field="network",
+                           value=type(network).__name__)
+
+
 def _input_group(groups: dict, n: NodeInfo) -> str | None:
     return groups.get(n.inputs[0])
 
 
 def edit(network: Network, node: str, field: str, value: Any) -> EditResult:
     """Set ``node.field = value``; raises ``NetworkError`` (naming the node) if the edited network is invalid, in
-    which case the caller still has the original ``network`` untouched."""
+    which case the caller still has the original ``network`` untouched. ``node`` and ``field`` are names (str);
+    anything else is a NetworkError too."""
+    _check_network(network)
+    if not isinstance(node, str):
+        raise NetworkError(f"a layer is named by a string, not {type(node).__name__}", field="node", value=node)
+    if not isinstance(field, str):
+        raise NetworkError(f"an attribute is named by a string, not {type(field).__name__}", node=node,
+                           field="field", value=field)
     comp = compile_network(network)
     info = comp.by_name.get(node)
     if info is None:
         raise NetworkError("no such layer", node=node, field=field, value=value)
     rule = get_rule(info.op, node)
-    value = _freeze(value)              # [5, 5] as JSON writes it is (5, 5)
+    try:
+        value = _freeze(value)          # [5, 5] as JSON writes it is (5, 5)
+    except RecursionError:
+        raise NetworkError("the value is nested too deeply", node=node, field=field) from None
     validate_attrs(rule, node, {**dict(network.node(node).attrs), field: value})   # the value itself is sane
 
     targets: dict[str, dict[str, Any]] = {node: {field: value}}

@@ -8,6 +8,29 @@ outcome from another catches a subclass; no code reads the message text to decid
 
 from __future__ import annotations
 
+MAX_SHOWN = 200     # characters of a text value a message shows; a longer one is cut, saying its length
+MAX_REPR = 1000     # characters of any other value's repr
+MAX_MESSAGE = 2000  # characters of a whole message (a reason that quotes a huge user text is cut)
+
+
+def show(value) -> str:
+    """``repr(value)`` for a message: one line, short, and never an error itself (a 5,000-digit integer, whose
+    ``repr`` Python refuses, shows its size; a megabyte of text its first ``MAX_SHOWN`` characters and length)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 512:
+        return f"<an integer of about {int(value.bit_length() * 0.30103) + 1:,} digits>"
+    if isinstance(value, str) and len(value) > MAX_SHOWN:
+        return one_line(repr(value[:MAX_SHOWN]) + f"… ({len(value):,} characters)")
+    try:
+        text = repr(value)
+    except Exception:   # noqa: BLE001 — a value whose repr fails still gets a message
+        text = f"<{type(value).__name__}>"
+    return one_line(text if len(text) <= MAX_REPR else text[:MAX_REPR] + f"… ({len(text):,} characters)")
+
+
+def one_line(text: str) -> str:
+    """``text`` with line breaks written as ``\\n``: every message the CLI and the app print is one line."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
 
 class CalcError(ValueError):
     """Base of every input error the calculator reports (bad network, bad device, bad estimate settings)."""
@@ -22,11 +45,13 @@ class CalcError(ValueError):
     def _message(self) -> str:
         where = []
         if self.node is not None:
-            where.append(str(self.node))
+            where.append(str(self.node)[:MAX_SHOWN])
         if self.field is not None:
-            where.append(f"field '{self.field}'" + ("" if self.value is None else f" = {self.value!r}"))
+            shown = "" if self.value is None else f" = {show(self.value)}"
+            where.append(f"field '{str(self.field)[:MAX_SHOWN]}'{shown}")
         prefix = ", ".join(where)
-        return f"{prefix}: {self.reason}" if prefix else self.reason
+        text = one_line(f"{prefix}: {self.reason}" if prefix else str(self.reason))
+        return text if len(text) <= MAX_MESSAGE else text[:MAX_MESSAGE - 1] + "…"
 
 
 class NetworkError(CalcError):

@@ -19,18 +19,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
-from math import ceil, log2
+from math import ceil, isfinite, log2
 from typing import Any, Callable
 
 from . import cpu_heap
 from .choices import ALLREDUCE, CONV_ALGORITHMS, DEFAULT_DTYPE, DEFAULT_OPTIMIZER, SCALING_MODES, VARIANTS
 from .devices import Device, DeviceDB, Interconnect, load_devices
-from .errors import CalcError
+from .errors import CalcError, DeviceError, NetworkError
 from .graph import Compiled, NodeInfo, compile_network
 from .ir import Network
 from .precision import PRECISIONS, Precision, optimizer
 from .registry import WORK_FALLBACK, numel
-from .report import Report
+from .report import Report, check_batch
 from .roofline import RooflinePoint, ridge
 
 # == convolution algorithms =======================================================================================
@@ -210,6 +210,14 @@ TERMS = (
 _TERM_NAMES = tuple(t.name for t in TERMS)
 
 
+def _g(x: Any) -> str:
+    """A number for a message, short even when it is a 400-digit integer."""
+    try:
+        return f"{float(x):.4g}"
+    except (OverflowError, TypeError, ValueError):
+        return "more than 1e308"
+
+
 def combine(variant: str, compute: float, memory: float, serial: float) -> float:
     """PALEO: read + compute + write, in sequence; roofline: compute and memory overlap perfectly."""
     return (max(compute, memory) if variant == "roofline" else compute + memory) + serial
@@ -247,10 +255,39 @@ class LayerTime:
 
 # == estimate =====================================================================================================
 
+PPP_MIN = 1e-3     # 0.1 % of the peak: a smaller PPP is no platform's, and 5e-324 would make every time infinite
+
+
 def _check_ppp(value: Any, field: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
-        raise CalcError("must be a number in (0, 1]: 1.0 means the datasheet peak", field=field, value=value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not PPP_MIN <= value <= 1:
+        raise CalcError(f"must be a number from {PPP_MIN:g} to 1: 1.0 means the datasheet peak", field=field,
+                        value=value)
     return float(value)
+
+
+def _check_rate(value: Any, device: Device | Interconnect, field: str) -> None:
+    """A rate a time divides by (a peak, a bandwidth) must be a finite number > 0 whose inverse is finite too; a
+    Device made in code skips the database's schema, so its numbers are checked here as well."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise DeviceError("must be a number", node=device.id, field=field, value=value)
+    try:
+        ok = isfinite(value) and value > 0 and isfinite(1 / value)
+    except (OverflowError, ZeroDivisionError):
+        ok = False
+    if not ok:
+        raise DeviceError("must be a finite number > 0 (a time divided by it must be finite)", node=device.id,
+                          field=field, value=value)
+
+
+def _check_workers(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_WORKERS:
+        raise CalcError(f"must be an integer from 1 to {MAX_WORKERS:,}", field="workers", value=value)
+    return value
+
+
+MAX_WORKERS = 65536
+MAX_LATENCY = 10.0       # seconds per message (core.devices bounds a file's the same way)
+MAX_SWEEP = 100_000      # estimates one sweep or scaling call makes
 
 
 def _choice(value: str, options: tuple, field: str) -> str:
@@ -300,15 +337,26 @@ class Estimate:
         self.conv_algorithm = _choice(conv_algorithm, CONV_ALGORITHMS, "conv_algorithm")
         self.allreduce = _choice(allreduce, ALLREDUCE, "allreduce")
         self.fused = bool(fused)
-        if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= 65536:
-            raise CalcError("must be an integer from 1 to 65,536", field="workers", value=workers)
+        _check_workers(workers)
         if workers > 1 and link is None:
             raise CalcError("data-parallel training over several workers needs an interconnect (--link)",
                             field="link", value=None)
+        if not isinstance(device, Device):
+            raise CalcError("expected a Device (core.devices)", field="device", value=type(device).__name__)
+        if link is not None and not isinstance(link, Interconnect):
+            raise CalcError("expected an Interconnect (core.devices)", field="link", value=type(link).__name__)
         self.workers = workers
         self.link = link
         self.peak = device.peak(self.precision.compute)          # raises, naming the precisions it has
         self.bandwidth = device.memory_bandwidth
+        _check_rate(self.peak, device, f"peak_flops.{self.precision.compute}")
+        _check_rate(self.bandwidth, device, "memory_bandwidth")
+        if link is not None:
+            _check_rate(link.bandwidth, link, "bandwidth")
+            lat = link.latency
+            if isinstance(lat, bool) or not isinstance(lat, (int, float)) or not 0 <= lat <= MAX_LATENCY:
+                raise DeviceError(f"must be a number of seconds from 0 to {MAX_LATENCY:g}", node=link.id,
+                                  field="latency", value=lat)
         self.terms = tuple(t for t in TERMS if t.applies(device))
         self.work = network_work(report.compiled, self.fused)
 
@@ -321,10 +369,41 @@ class Estimate:
         s = dict.fromkeys(_TERM_NAMES, 0.0)
         groups = {"compute": 0.0, "memory": 0.0, "serial": 0.0}
         for t in self.terms:
-            v = s[t.name] = t.seconds(w, self)
+            try:
+                v = s[t.name] = t.seconds(w, self)
+            except (OverflowError, ZeroDivisionError):
+                v = float("inf")
+            if not isfinite(v):
+                self._non_finite(t.name, w)
             groups[t.group] += v
+        total = combine(self.variant, groups["compute"], groups["memory"], groups["serial"])
+        if not isfinite(total):
+            self._non_finite("total", w)
         return PassTime(w.flops, w.bytes, w.fresh_bytes, s["compute"], s["memory"], s["fresh_pages"], s["overhead"],
-                        combine(self.variant, groups["compute"], groups["memory"], groups["serial"]))
+                        total)
+
+    def _non_finite(self, term: str, w: Work):
+        """Raise the error for a time that is not a finite number, naming the device field (or the work) behind
+        it. Devices from the database cannot get here (their numbers have physical bounds); a Device made in code,
+        or a network whose work is beyond a float, can."""
+        d = self.device
+        if term == "compute":
+            field, value = f"peak_flops.{self.precision.compute}", self.peak
+            why = (f"{_g(w.flops)} FLOPs at a peak of {_g(self.peak)} FLOP/s × PPP {self.ppp:g} × efficiency "
+                   f"{_figure(d.efficiency, w.work_class, 1.0)!r}")
+        elif term == "memory":
+            field, value = "memory_bandwidth", self.bandwidth
+            why = f"{_g(w.bytes)} bytes at {_g(self.bandwidth)} B/s × PPP {self.ppp_memory:g}"
+        elif term == "fresh_pages":
+            field, value, why = "alloc_bandwidth", d.alloc_bandwidth, f"{_g(w.fresh_bytes)} bytes to fresh pages"
+        elif term == "overhead":
+            field, value, why = "layer_overhead", d.layer_overhead, f"{w.calls} layer calls"
+        else:
+            field, value, why = "model", self.report.name, f"{_g(w.flops)} FLOPs and {_g(w.bytes)} bytes"
+        error = NetworkError if field == "model" else DeviceError
+        raise error(f"the time is not a finite number ({why}): the figure is out of range or the work too large",
+                    node=d.id, field=field, value=value)
+
 
     def _at_batch(self, pw: PassWork, work_class: str | None, flops: float, fresh: int = 0) -> Work:
         n, p = self.report.batch_size, self.precision
@@ -411,7 +490,15 @@ class Estimate:
         if not self.link:
             return 0.0
         nbytes = self.report.compiled.trainable * self.precision.grad
-        return allreduce_time(nbytes, self.workers, self.link, self.ppp_comm, self.allreduce)
+        try:
+            seconds = allreduce_time(nbytes, self.workers, self.link, self.ppp_comm, self.allreduce)
+        except (OverflowError, ZeroDivisionError):
+            seconds = float("inf")
+        if not isfinite(seconds):
+            raise DeviceError(f"the all-reduce time is not a finite number ({_g(nbytes)} bytes at "
+                              f"{_g(self.link.bandwidth)} B/s × PPP {self.ppp_comm:g})", node=self.link.id,
+                              field="bandwidth", value=self.link.bandwidth)
+        return seconds
 
     @cached_property
     def layer_times(self) -> tuple[LayerTime, ...]:
@@ -425,9 +512,15 @@ class Estimate:
     # -- public results (JSON keys are a contract: python -m core estimate --json) -----------------------------
     @cached_property
     def totals(self) -> dict:
+        """Times in seconds, always finite (settings that would make one infinite raise ``CalcError``).
+        ``samples_per_s`` and ``inference_samples_per_s`` are None where the time they divide by is 0: a network
+        that does no work (a single flatten, a view) has no throughput to state (JSON null)."""
         fwd, bwd, upd = self.forward, self.backward, self.update
         r = self.report
         step = fwd.total_s + bwd.total_s + upd.total_s + self.communication_s
+        if not isfinite(step):
+            self._non_finite("total", Work(None, fwd.flops + bwd.flops + upd.flops,
+                                           fwd.bytes + bwd.bytes + upd.bytes))
         n = r.batch_size
         return {
             "forward_s": fwd.total_s, "forward_compute_s": fwd.compute_s,
@@ -531,34 +624,78 @@ def scaling(model: Report | Network, device: Any, link: Any, workers=(1, 2, 4, 8
             mode: str = "strong", **kw) -> list[dict]:
     """Data-parallel scaling. strong: the global batch ``batch_size`` is split over K workers (⌈B/K⌉ each, the
     last ones short when K does not divide B, so a step takes as long as the fullest worker); weak: every worker
-    keeps ``batch_size``. Speed-up is throughput relative to one worker; efficiency = speed-up / K."""
+    keeps ``batch_size``. Speed-up is throughput relative to one worker; efficiency = speed-up / K.
+
+    ``workers``: worker counts from 1 to 65,536. A network that does no work (a training step of 0 s) has no
+    throughput: its ``samples_per_s``, ``speedup`` and ``efficiency`` are None."""
     _choice(mode, SCALING_MODES, "mode")
+    counts = [_check_workers(k) for k in _items(workers, "workers", limit=1000)]
+    check_batch(batch_size)
+    check_settings(kw, ("workers", "link"), ("dtype", "optimizer", "db"))
 
     def run(k: int) -> dict:
         per = ceil(batch_size / k) if mode == "strong" else batch_size
         t = estimate(model, device, batch_size=per, workers=k, link=link if k > 1 else None, **kw).totals
         samples = batch_size if mode == "strong" else batch_size * k
-        return {"workers": k, "per_worker_batch": per, "compute_s": t["training_step_s"] - t["communication_s"],
-                "communication_s": t["communication_s"], "training_step_s": t["training_step_s"],
-                "samples_per_s": samples / t["training_step_s"]}
+        step = t["training_step_s"]
+        return {"workers": k, "per_worker_batch": per, "compute_s": step - t["communication_s"],
+                "communication_s": t["communication_s"], "training_step_s": step,
+                "samples_per_s": samples / step if step else None}
 
     base = run(1)["samples_per_s"]
     rows = []
-    for k in workers:
+    for k in counts:
         row = run(k)
-        row["speedup"] = row["samples_per_s"] / base
-        row["efficiency"] = row["speedup"] / k
+        row["speedup"] = row["samples_per_s"] / base if base and row["samples_per_s"] is not None else None
+        row["efficiency"] = row["speedup"] / k if row["speedup"] is not None else None
         rows.append(row)
     return rows
+
+
+SETTINGS = ("ppp", "ppp_memory", "variant", "conv_algorithm", "fused", "workers", "link", "ppp_comm", "allreduce")
+
+
+def check_settings(kw: dict, taken: tuple = (), extra: tuple = ()) -> None:
+    """Keyword settings an estimate takes (``SETTINGS`` and ``extra``, less those the caller sets itself): a
+    misspelt or unknown one is a CalcError naming it, not a TypeError."""
+    known = [s for s in (*SETTINGS, *extra) if s not in taken]
+    for k in kw:
+        if k not in known:
+            raise CalcError(f"unknown setting; the settings are {', '.join(known)}", field=str(k)[:80],
+                            value=kw[k])
+
+
+def _items(values: Any, field: str, limit: int = MAX_SWEEP) -> list:
+    """A list of the values a sweep runs over: any iterable but a string or a mapping, at most ``limit`` long."""
+    if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__iter__"):
+        raise CalcError("expected a list of values", field=field, value=values)
+    out = []
+    for v in values:
+        out.append(v)
+        if len(out) > limit:
+            raise CalcError(f"more than {limit:,} values", field=field, value=f"{type(values).__name__} of {limit:,}+")
+    if not out:
+        raise CalcError("give at least one value", field=field, value=values)
+    return out
 
 
 def sweep(model: Report | Network, devices, batch_sizes, dtype: str | None = DEFAULT_DTYPE, *,
           optimizer: str = DEFAULT_OPTIMIZER, db: DeviceDB | None = None, **kw) -> list[Estimate]:
     """Estimates for every device × batch size on one analysis (what the app's device comparison and
     time-vs-batch charts use). ``dtype=None`` picks fp32 where a device has it, else its first precision."""
+    check_settings(kw)
     compiled = _report(model, 1, DEFAULT_DTYPE, optimizer).compiled
+    devs = [resolve_device(d, db) for d in _items(devices, "devices")]
+    batches = [check_batch(b) for b in _items(batch_sizes, "batch_sizes")]
+    if len(devs) * len(batches) > MAX_SWEEP:
+        raise CalcError(f"{len(devs):,} devices × {len(batches):,} batch sizes is more than {MAX_SWEEP:,} estimates",
+                        field="batch_sizes", value=len(batches))
     out = []
-    for dev in (resolve_device(d, db) for d in devices):
-        dt = dtype or ("fp32" if "fp32" in dev.peak_flops else next(k for k in dev.precisions if k in PRECISIONS))
-        out += [Estimate(Report(compiled, b, dt, optimizer), dev, **kw) for b in batch_sizes]
+    for dev in devs:
+        dt = dtype or ("fp32" if "fp32" in dev.peak_flops
+                       else next((k for k in dev.precisions if k in PRECISIONS), None))
+        if dt is None:
+            raise CalcError(f"{dev.name} has no precision this calculator knows", node=dev.id, field="peak_flops",
+                            value=list(dev.peak_flops))
+        out += [Estimate(Report(compiled, b, dt, optimizer), dev, **kw) for b in batches]
     return out

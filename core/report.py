@@ -78,6 +78,12 @@ class Report:
     """``analyze()``'s result. ``totals`` is a dict; ``layers`` a list of ``Layer``; ``to_pandas()`` a DataFrame."""
 
     def __init__(self, compiled: Compiled, batch_size: int = 1, dtype: str = "fp32", optimizer: str = "sgd_momentum"):
+        if not isinstance(compiled, Compiled):
+            raise NetworkError("a Report is made from a compiled network (core.compile_network)", field="compiled",
+                               value=type(compiled).__name__)
+        for field, v in (("dtype", dtype), ("optimizer", optimizer)):
+            if not isinstance(v, str):
+                raise NetworkError(f"expected a name, not {type(v).__name__}", field=field, value=v)
         self.compiled = compiled
         self.batch_size = check_batch(batch_size)
         self.precision: Precision = precision(dtype)
@@ -144,17 +150,20 @@ class Report:
                      weights * p.weight, in_e * n * p.activation, out_e * n * p.activation, out_e * n * p.activation,
                      (bwd_a * p.activation + bwd_x) * n + bwd_we * p.weight)
 
-    def layer(self, name: str) -> Layer:
+    def _info(self, name: str) -> NodeInfo:
+        if not isinstance(name, str):
+            raise NetworkError(f"a layer is named by a string, not {type(name).__name__}", field="layer", value=name)
         info = self.compiled.by_name.get(name)
         if info is None:
             raise NetworkError("no such layer", node=name)
-        return self._layer(info)
+        return info
+
+    def layer(self, name: str) -> Layer:
+        return self._layer(self._info(name))
 
     def explain(self, name: str) -> list[FormulaLine]:
         """The pen-and-paper arithmetic of one layer at this batch size, numbers substituted."""
-        info = self.compiled.by_name.get(name)
-        if info is None:
-            raise NetworkError("no such layer", node=name)
+        info = self._info(name)
         return info.rule.formula(info.ctx, self.batch_size)
 
     def with_batch(self, batch_size: int) -> "Report":

@@ -153,8 +153,20 @@ def format_timing(result, name: str = "", local: dict | None = None) -> str:
 
 # == commands =====================================================================================================
 
+MAX_THREADS = 4096
+
+
+def _threads(value: int | None) -> int | None:
+    """--threads: None (torch's default) or 1 to ``MAX_THREADS``; torch itself raises a RuntimeError for 0."""
+    if value is not None and not 1 <= value <= MAX_THREADS:
+        raise CalcError(f"must be an integer from 1 to {MAX_THREADS:,}", field="threads", value=value)
+    return value
+
+
 def _calibrate(args) -> int:
     from .calibrate import calibrate, save_local
+
+    _threads(args.threads)
 
     spec = calibrate(args.seconds, progress=_progress, dtypes=args.dtypes, device=args.device, threads=args.threads)
     _clear_progress()
@@ -203,6 +215,8 @@ def _int_list(text: str, field: str) -> list[int]:
 def _time(args) -> int:
     from ..api import analyze, load_network
     from .timing import throughput_vs_batch, time_module
+
+    _threads(args.threads)
 
     network = load_network(args.model)
     if args.input:
