@@ -100,7 +100,7 @@ def load_network(model: Any, input_shape: Any = None) -> Network:
             return Network.from_json(read_text(model, limit=NETWORK_FILE_LIMIT, error=NetworkError, field="model"))
         return zoo.get(model)
     raise NetworkError(f"expected a built-in name, a JSON path or a Network, got {type(model).__name__}",
-                       field="model", value=repr(model)[:80])
+                       field="model", value=model)
 
 
 def parse_shape(text: Any) -> tuple[int, ...]:

@@ -400,6 +400,9 @@ def load_devices(path: str | Path | None = None, user_path: str | Path | None = 
     session): a parsed document or the bytes/text of an upload, in the format ``DeviceDB.user_entries`` gives; its
     entries come after (and replace) the user file's. A corrupt user file or document is left out and reported in
     ``problems``; only a bad ``path`` (the database itself) raises DeviceError."""
+    for name, v in (("path", path), ("user_path", user_path)):
+        if v is not None and not isinstance(v, (str, os.PathLike)):
+            raise DeviceError(f"expected a file path, not {type(v).__name__}", field=name, value=v)
     p = Path(path or DEFAULT_PATH)
     try:
         mtime = p.stat().st_mtime

@@ -590,7 +590,15 @@ class Estimate:
 def resolve_device(device: Any, db: DeviceDB | None = None) -> Device:
     if isinstance(device, Device):
         return device
-    return (db or load_devices()).device(device)
+    return _db(db).device(device)
+
+
+def _db(db: Any) -> DeviceDB:
+    if db is None:
+        return load_devices()
+    if not isinstance(db, DeviceDB):
+        raise DeviceError("expected a DeviceDB (core.devices.load_devices)", field="db", value=type(db).__name__)
+    return db
 
 
 def _report(model: Any, batch_size: int, dtype: str, optimizer: str) -> Report:
@@ -615,7 +623,7 @@ def estimate(model: Report | Network, device: Any, batch_size: int = 1, dtype: s
     dev = resolve_device(device, db)
     lk = None
     if link is not None:
-        lk = link if isinstance(link, Interconnect) else (db or load_devices()).link(link)
+        lk = link if isinstance(link, Interconnect) else _db(db).link(link)
     return Estimate(report, dev, ppp=ppp, ppp_memory=ppp_memory, variant=variant, conv_algorithm=conv_algorithm,
                     fused=fused, workers=workers, link=lk, ppp_comm=ppp_comm, allreduce=allreduce)
 
