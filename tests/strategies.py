@@ -351,7 +351,9 @@ SMALL_ZOO = ("mnist_cnn", "alexnet", "resnet18", "squeezenet1_1", "mobilenet_v3_
 
 
 def zoo_name(d: Draw, small: bool = False) -> str:
-    return d.pick(SMALL_ZOO[:8] if small else SMALL_ZOO) if small or not d.chance(0.15) else d.pick(core.builtin_names())
+    if small:
+        return d.pick(SMALL_ZOO[:8])
+    return d.pick(SMALL_ZOO) if not d.chance(0.15) else d.pick(core.builtin_names())
 
 
 @lru_cache(maxsize=None)
@@ -557,7 +559,8 @@ def edit_case(d: Draw) -> Case:
         res = core.edit(net, node, field_, value)
         return [core.analyze(res.network).totals]
 
-    code = f"net = {src}\nres = core.edit(net, {lit(node)}, {lit(field_)}, {lit(value)})\ncore.analyze(res.network).totals"
+    code = (f"net = {src}\nres = core.edit(net, {lit(node)}, {lit(field_)}, {lit(value)})\n"
+            "core.analyze(res.network).totals")
     return Case("edit", fn, code)
 
 
@@ -629,12 +632,10 @@ CORRUPT = (b"\xff\xfe\x00garbage", b"[" * 100_000, b'{"schema": 1' + b"1" * 5000
 def _estimate_on(db, ids: list, d: Draw) -> list:
     """A small estimate on each of ``ids`` (user devices): dtype among its precisions, a link where there is one."""
     out = []
-    links = [i for i in db.interconnects if db.interconnects[i].user]
     for dev_id, dtype, workers, link in ids:
         kw = {"workers": workers, "link": link} if link else {}
         e = core.estimate("mnist_cnn", db.device(dev_id), batch_size=8, dtype=dtype, **kw)
         out += [e.totals, e.roofline, e.layers]
-    del links
     return out
 
 
@@ -742,7 +743,8 @@ def _device(d: Draw, db) -> tuple[Any, str]:
     if r < 18:
         spec = device_spec(d)
         try:
-            return base_db().add(spec).device(spec["id"]), f"load_devices(user_path=None).add({lit(spec)}).device({spec['id']!r})"
+            dev = base_db().add(spec).device(spec["id"])
+            return dev, f"load_devices(user_path=None).add({lit(spec)}).device({spec['id']!r})"
         except Exception:  # noqa: BLE001 — a spec the database refuses: estimate on an ordinary device
             return "t4", "'t4'"
     value = d.pick(("", "nvidia", "h100", None, 5, ["t4"], "x" * 300))
@@ -926,7 +928,7 @@ def _msg(e: BaseException) -> str:
 
 
 def _raise_timeout(signum, frame):
-    raise _Timeout(f"still running after the hard limit")
+    raise _Timeout("still running after the hard limit")
 
 
 def check(case: Case, limit_s: float = LIMIT_S, known: Callable[[Outcome], bool] = lambda o: False) -> Outcome:
@@ -940,5 +942,6 @@ def check(case: Case, limit_s: float = LIMIT_S, known: Callable[[Outcome], bool]
         problems.append(f"non-finite result at {out.non_finite}")
     if out.elapsed_s > limit_s:
         problems.append(f"took {out.elapsed_s:.2f} s (limit {limit_s} s)")
-    assert not problems, f"{case.kind} case broke the promise: " + "; ".join(problems) + f"\n--- reproducer\n{PREAMBLE}{case.code}"
+    assert not problems, (f"{case.kind} case broke the promise: " + "; ".join(problems)
+                          + f"\n--- reproducer\n{PREAMBLE}{case.code}")
     return out

@@ -27,6 +27,7 @@ FAST = settings(max_examples=100, deadline=None, database=None, derandomize=True
 KNOWN_OPEN: dict[tuple[str, str], str] = {
     ("RecursionError", "core/ir.py"): "Node.make with a list nested ~2,000 deep: _freeze recurses (finding F7)",
     ("RecursionError", "core/registry.py"): "an error message abbreviating a deeply nested value recurses (F8)",
+    ("RecursionError", "core/devices.py"): "parse_devices formats a deeply nested schema/version with repr (F13)",
 }
 
 
@@ -105,8 +106,10 @@ FINDINGS = {
     "F10 bandwidth 5e-324": _add({**_T4, "id": "tiny", "memory_bandwidth": 5e-324}),
     "F11 scaling workers=(0,)": lambda: [core.scaling("mnist_cnn", "t4", "pcie4-x16", workers=(0,))],
     "F12 channel_groups vit_b_16": lambda: [core.channel_groups(core.load_network("vit_b_16"))],
+    "F13 devices document deep version": lambda: [S.devmod.parse_devices(
+        {"schema": "cnn-calc/devices", "version": S.deep(2000), "devices": [], "interconnects": []})],
 }
-OPEN = {"F7 Node.make deep list", "F8 message of a deep value"}
+OPEN = {"F7 Node.make deep list", "F8 message of a deep value", "F13 devices document deep version"}
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=False, reason="open in core/"))

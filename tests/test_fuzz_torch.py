@@ -18,7 +18,7 @@ from core.bridge.to_torch import to_module
 from torch_ref import n_params
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from bench_fuzz import compare_with_torch  # noqa: E402
+from bench_fuzz import compare_with_torch
 
 ACCEPTED: list[int] = []
 
