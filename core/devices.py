@@ -241,7 +241,17 @@ def _first_problem(validator, entry: Any) -> tuple[str, str] | None:
     e = errors[0]
     path = ".".join(str(p) for p in e.absolute_path) or (e.validator == "required" and
                                                          e.message.split("'")[1]) or "entry"
-    return path[:MAX_SHOWN], one_line(e.message if len(e.message) <= MAX_SHOWN else e.message[:MAX_SHOWN - 1] + "…")
+    bound = _BOUNDS.get(e.validator)
+    if bound:           # said here: jsonschema's message would print a 300-digit integer whole
+        message = f"{show(e.instance)} is {bound} {e.validator_value:g}"
+    else:
+        message = e.message if len(e.message) <= MAX_SHOWN else e.message[:MAX_SHOWN - 1] + "…"
+    return path[:MAX_SHOWN], one_line(message)
+
+
+_BOUNDS = {"minimum": "less than the minimum of", "maximum": "greater than the maximum of",
+           "exclusiveMinimum": "less than or equal to the minimum of",
+           "exclusiveMaximum": "greater than or equal to the maximum of"}
 
 
 def _entry_id(entry: Any, i: int, what: str) -> str:

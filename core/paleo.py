@@ -388,9 +388,11 @@ class Estimate:
         or a network whose work is beyond a float, can."""
         d = self.device
         if term == "compute":
+            eff = _figure(d.efficiency, w.work_class, 1.0)
             field, value = f"peak_flops.{self.precision.compute}", self.peak
-            why = (f"{_g(w.flops)} FLOPs at a peak of {_g(self.peak)} FLOP/s × PPP {self.ppp:g} × efficiency "
-                   f"{_figure(d.efficiency, w.work_class, 1.0)!r}")
+            if eff != 1.0 and isfinite(w.flops / (self.peak * self.ppp)):     # the efficiency is what is off
+                field, value = f"efficiency.{w.work_class}", eff
+            why = f"{_g(w.flops)} FLOPs at a peak of {_g(self.peak)} FLOP/s × PPP {self.ppp:g} × efficiency {eff!r}"
         elif term == "memory":
             field, value = "memory_bandwidth", self.bandwidth
             why = f"{_g(w.bytes)} bytes at {_g(self.bandwidth)} B/s × PPP {self.ppp_memory:g}"
