@@ -37,6 +37,7 @@ BENCHMARKS = {
     "app": "bench_app",              # Streamlit page script times
     "predict": "bench_predict",      # calibrated PALEO vs measured latency, 24 CNNs × 3 processes (~40 min)
     "memory": "bench_memory",        # predicted vs measured training-step memory (about 11 min)
+    "load": "bench_load",            # classroom server mode: 30 concurrent sessions, latency and RSS (~2 min)
     "fuzz": "bench_fuzz",            # 50,000 fuzz cases against the typed-error promise, torch spot-check (~3 min)
 }
 DEFAULT_OUT = ROOT / "docs" / "benchmarks.md"

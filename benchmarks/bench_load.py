@@ -1,0 +1,455 @@
+"""Classroom load: the app served in classroom server mode (``CNN_CALC_SERVER=1``) on localhost, driven by 30
+concurrent sessions through the main flows; errors, widget-to-update latency (p50/p95) and the server's memory (RSS).
+
+Most sessions speak Streamlit's websocket protocol, as the browser does (``BackMsg`` protobufs up: a rerun with the
+changed widget's value; ``ForwardMsg`` down: the page's elements, then ``script_finished``), from one asyncio loop in
+this process, so the figure is the server's and not that of 30 browsers on a small machine. A few sessions are real
+headless Chromium (Debian's /usr/bin/chromium, driven by Playwright) clicking through the same flow. Each session, with
+a pause of 0.3–1.5 s between steps as a student would make: open the app, pick a network, change the batch, the
+precision and the device, Layers, the five Estimates tabs, Roofline, then the Devices page where it adds a device of
+its own and picks it in the sidebar.
+
+Latency: from sending the change (protocol) or from the click (browser) to the end of the script run it caused (the
+``script_finished`` message; in the browser, the app's script state back to "notRunning"). Errors: a failed or timed
+out step, a red exception or error box, or a device of another session in this session's list (they must be
+independent). RSS: the server process's resident memory, sampled every 0.25 s. The user home the server is given
+($CNN_CALC_HOME) must still be empty at the end.
+
+Run: python benchmarks/bench_load.py [--quick]   (--quick: 3 protocol sessions, no browser)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+from common import quick_main
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                "--disable-quic", "--disable-component-update", "--disable-sync"]
+NETWORKS = ("resnet50", "vgg16", "mobilenet_v2", "densenet121", "efficientnet_b0", "resnet18")
+SETUPS = (("bf16", "a100-40gb-sxm"), ("fp16", "v100-sxm2"), ("fp32", "k80"))    # (precision, a device that has it)
+TABS = ("Breakdown", "Batch size", "Other devices", "Convolution algorithm", "Data parallel")
+BATCHES = (8, 32, 64, 128)
+THINK_S = (0.3, 1.5)
+STEP_TIMEOUT_S = 180.0
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _rss_mib(pid: int) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+class Server:
+    """``streamlit run app.py`` in server mode on a free localhost port, with an empty $CNN_CALC_HOME; RSS sampled."""
+
+    def __init__(self, home: Path):
+        self.home, self.port = home, _free_port()
+        env = {**os.environ, "CNN_CALC_SERVER": "1", "CNN_CALC_HOME": str(home)}
+        env.pop("CNN_CALC_LIVE", None)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port",
+             str(self.port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+             "--server.fileWatcherType", "none", "--server.runOnSave", "false"],
+            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        deadline = time.time() + 90
+        while time.time() < deadline:
+            try:
+                urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2)
+                break
+            except OSError:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"the server exited: {self.proc.stderr.read()[-500:]}") from None
+                time.sleep(0.3)
+        else:
+            self.stop()
+            raise RuntimeError("the Streamlit server did not start within 90 s")
+        self.idle_mib = _rss_mib(self.proc.pid)
+        self._sampler = threading.Thread(target=self._sample, daemon=True)
+        self._sampler.start()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.25):
+            if (mib := _rss_mib(self.proc.pid)) is not None:
+                self.samples.append(mib)
+
+    def rss(self) -> float | None:
+        return _rss_mib(self.proc.pid)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+# == sessions over the websocket protocol ============================================================================
+
+def _walk_ids(msg, found: dict, options: dict) -> None:
+    """Every widget id in an element or block proto, by its user key (ids read ``$$ID-<hash>-<key>``); a select
+    box's option labels by key."""
+    for field, value in msg.ListFields():
+        if field.name == "id" and isinstance(value, str) and value.startswith("$$ID-"):
+            key = value.split("-", 2)[2]
+            found[key] = value
+            if "options" in msg.DESCRIPTOR.fields_by_name:
+                options[key] = list(msg.options)
+        elif hasattr(value, "ListFields"):              # a nested message (not a repeated or map field)
+            _walk_ids(value, found, options)
+
+
+class ProtocolSession:
+    """One session over ``/_stcore/stream``: ``step`` sends a rerun with widget values and waits for its end."""
+
+    def __init__(self, url: str, n: int, latencies: list, errors: list):
+        self.ws_url = url.replace("http://", "ws://") + "/_stcore/stream"
+        self.n, self.latencies, self.errors = n, latencies, errors
+        self.ids: dict[str, str] = {}          # user key → widget id, from the last run
+        self.options: dict[str, list] = {}     # user key → a select box's option labels
+        self.pages: dict[str, str] = {}        # url path → page script hash
+        self.page = ("", "")                   # (hash, url path) of the page shown
+        self.kept: dict[str, object] = {}      # user key → WidgetState sent (persistent values, as the browser keeps)
+        self.alerts: list[tuple[int, str]] = []
+        self.exceptions: list[str] = []
+        self.done = asyncio.Event()
+        self.closed = False
+
+    async def _read(self) -> None:
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        try:
+            async for raw in self.ws:
+                msg = ForwardMsg()
+                msg.ParseFromString(raw)
+                self._handle(msg)
+        except Exception as e:  # noqa: BLE001 — a closed connection or a message this reader cannot take
+            self.errors.append(f"session {self.n}: the connection ended ({type(e).__name__}: {e})"[:300])
+        finally:
+            self.closed = True
+            self.done.set()
+
+    def _handle(self, msg) -> None:
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        kind = msg.WhichOneof("type")
+        if kind == "new_session":
+            self.ids, self.options, self.alerts, self.exceptions = {}, {}, [], []
+        elif kind == "navigation":
+            self.pages = {p.url_pathname: p.page_script_hash for p in msg.navigation.app_pages}
+        elif kind == "delta":
+            d = msg.delta
+            which = d.WhichOneof("type")
+            if which == "new_element":
+                el = d.new_element
+                t = el.WhichOneof("type")
+                if t == "exception":
+                    self.exceptions.append(f"{el.exception.type}: {el.exception.message}"[:200])
+                elif t == "alert":
+                    self.alerts.append((el.alert.format, el.alert.body))
+                _walk_ids(el, self.ids, self.options)
+            elif which == "add_block":
+                _walk_ids(d.add_block, self.ids, self.options)
+        elif kind == "script_finished" and msg.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
+            self.done.set()
+
+    async def open(self) -> None:
+        from websockets.asyncio.client import connect
+
+        self.ws = await connect(self.ws_url, subprotocols=["streamlit"], max_size=None, open_timeout=120,
+                                ping_interval=None)
+        self.reader = asyncio.create_task(self._read())
+
+    async def close(self) -> None:
+        await self.ws.close()
+        self.reader.cancel()
+
+    def _state(self, key: str, value):
+        from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+        w = WidgetState(id=self.ids[key])
+        if value is True:
+            w.trigger_value = True
+        elif isinstance(value, str):
+            w.string_value = value
+        else:
+            w.double_value = float(value)
+        return w
+
+    async def step(self, label: str, page: str | None = None, **values) -> bool:
+        """Set widgets (by key; ``True`` clicks a button) or open a page (its url path), wait for the run to end;
+        False (an error recorded) on a missing widget, a time-out, or an exception or error box."""
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+        from streamlit.proto.WidgetStates_pb2 import WidgetStates
+
+        try:
+            sent = {k: self._state(k, v) for k, v in values.items()}
+        except KeyError as e:
+            self.errors.append(f"session {self.n}, {label}: no widget {e} on the page")
+            return False
+        self.kept.update({k: w for k, w in sent.items() if not w.HasField("trigger_value")})
+        if page is not None:
+            self.page = (self.pages.get(page, ""), page)
+        states = WidgetStates(widgets=[w for k, w in {**self.kept, **sent}.items() if self.ids.get(k) == w.id])
+        msg = BackMsg()
+        msg.rerun_script.widget_states.CopyFrom(states)
+        msg.rerun_script.page_script_hash, msg.rerun_script.page_name = self.page
+        self.done.clear()
+        t = time.perf_counter()
+        await self.ws.send(msg.SerializeToString())
+        try:
+            await asyncio.wait_for(self.done.wait(), STEP_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            self.errors.append(f"session {self.n}, {label}: no update within {STEP_TIMEOUT_S:.0f} s")
+            return False
+        if self.closed:
+            raise ConnectionError(f"{label}: the server closed the connection")
+        self.latencies.append(("protocol", label, time.perf_counter() - t))
+        bad = self.exceptions + [body[:200] for fmt, body in self.alerts if fmt == 1]
+        for b in bad:
+            self.errors.append(f"session {self.n}, {label}: {b}")
+        return not bad
+
+
+async def _protocol_flow(url: str, n: int, names: dict, latencies: list, errors: list, start_delay: float) -> None:
+    rng = random.Random(n)
+    s = ProtocolSession(url, n, latencies, errors)
+    await asyncio.sleep(start_delay)
+
+    async def step(label, page=None, **values):
+        ok = await s.step(label, page, **values)
+        await asyncio.sleep(rng.uniform(*THINK_S))
+        return ok
+
+    try:
+        await s.open()
+        await step("open the app", page="")
+        net = NETWORKS[n % len(NETWORKS)]
+        label = next((o for o in s.options.get("model", []) if o.endswith(f" · {net}")), None)
+        if label is None:
+            errors.append(f"session {n}: {net} is not in the Network list")
+            return
+        await step("pick a network", model=label)
+        await step("change the batch", batch_size=BATCHES[n % len(BATCHES)])
+        dtype, device = SETUPS[n % len(SETUPS)]
+        await step("change the precision", dtype=dtype)
+        await step("change the device", device=names[device])
+        await step("open Layers", page="layers")
+        await step("open Estimates", page="Estimates")
+        for tab in TABS[1:]:
+            await step("an Estimates tab", estimates_tab=tab)
+        await step("open Roofline", page="Roofline")
+        await step("open Devices", page="Devices")
+        mine = f"Class GPU {n}"
+        ok = await step("add a device", dev_id=f"class-gpu-{n}", dev_name=mine, dev_vendor="Class",
+                        dev_fp32=10.0 + n, dev_bandwidth=500.0, dev_source="measured in class", device_save=True)
+        if ok and not any(fmt == 4 and f"class-gpu-{n}" in body for fmt, body in s.alerts):
+            errors.append(f"session {n}, add a device: no 'Saved' message")
+        listed = s.options.get("device", [])
+        others = [o for o in listed if o.startswith("Class GPU ") and o != mine]
+        if others:
+            errors.append(f"session {n}: sees other sessions' devices: {', '.join(others[:3])}")
+        if mine not in listed:
+            errors.append(f"session {n}: its own device is not in the sidebar")
+            return
+        await step("pick own device", device=mine)
+        await step("open Layers", page="layers")
+    except Exception as e:  # noqa: BLE001 — every failure is a counted error, the others go on
+        errors.append(f"session {n}: {type(e).__name__}: {e}"[:300])
+    finally:
+        if hasattr(s, "ws"):
+            await s.close()
+
+
+# == sessions in a real browser =======================================================================================
+
+def _browser_flow(url: str, n: int, names: dict, latencies: list, errors: list) -> None:
+    from playwright.sync_api import sync_playwright
+
+    rng = random.Random(1000 + n)
+    running = "() => document.querySelector('[data-testid=stApp]')?.getAttribute('data-test-script-state') === '%s'"
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+
+        def settle(label: str, action) -> None:
+            t = time.perf_counter()
+            action()
+            try:                          # the run may be over before it is seen starting
+                page.wait_for_function(running % "running", timeout=1500, polling=20)
+            except Exception:  # noqa: BLE001
+                pass
+            page.wait_for_function(running % "notRunning", timeout=STEP_TIMEOUT_S * 1000, polling=20)
+            latencies.append(("browser", label, time.perf_counter() - t))
+            bad = page.locator("[data-testid='stException']").count()
+            if bad:
+                errors.append(f"browser {n}, {label}: {bad} exception box(es)")
+            page.wait_for_timeout(rng.uniform(*THINK_S) * 1000)
+
+        def choose(label_text: str, typed: str) -> None:
+            box = page.locator("[data-testid='stSidebar'] [data-testid='stSelectbox']").filter(has_text=label_text)
+            box.first.click()
+            page.keyboard.type(typed)
+            page.keyboard.press("Enter")
+
+        def nav(title: str) -> None:
+            page.locator("[data-testid='stSidebarNav'] a", has_text=title).first.click()
+
+        def number(where, value) -> None:
+            where.fill(str(value))
+            where.press("Enter")
+
+        try:
+            t = time.perf_counter()
+            page.goto(url, wait_until="domcontentloaded")
+            page.locator("[data-testid='stMetric']").first.wait_for(timeout=STEP_TIMEOUT_S * 1000)
+            page.wait_for_function(running % "notRunning", timeout=STEP_TIMEOUT_S * 1000, polling=20)
+            latencies.append(("browser", "open the app", time.perf_counter() - t))
+            settle("pick a network", lambda: choose("Network", NETWORKS[n % len(NETWORKS)]))
+            batch = page.locator("[data-testid='stSidebar'] input[type='number']").first
+            settle("change the batch", lambda: number(batch, BATCHES[n % len(BATCHES)]))
+            dtype, device = SETUPS[n % len(SETUPS)]
+            settle("change the precision", lambda: choose("Precision", dtype))
+            settle("change the device", lambda: choose("Device", names[device]))
+            settle("open Estimates", lambda: nav("Estimates"))
+            for tab in TABS[1:]:
+                settle("an Estimates tab", lambda tab=tab: page.get_by_role("tab", name=tab).click())
+            settle("open Roofline", lambda: nav("Roofline"))
+            settle("open Devices", lambda: nav("Devices"))
+            form = page.locator("[data-testid='stForm']")
+            for label_text, value in (("Id", f"browser-gpu-{n}"), ("Name", f"Browser GPU {n}"), ("Vendor", "Class"),
+                                      ("Source", "measured in class")):
+                form.get_by_label(label_text, exact=True).fill(value)
+            form.get_by_label("fp32 TFLOP/s", exact=True).fill("12")
+            form.get_by_label("Memory bandwidth (GB/s)", exact=True).fill("400")
+            settle("add a device", lambda: form.get_by_role("button", name="Save device").click())
+            if not page.locator("[data-testid='stAlert']").filter(has_text=f"browser-gpu-{n}").count():
+                errors.append(f"browser {n}, add a device: no 'Saved' message")
+            settle("pick own device", lambda: choose("Device", f"Browser GPU {n}"))
+            settle("open Layers", lambda: nav("Layers"))
+        except Exception as e:  # noqa: BLE001
+            errors.append(f"browser {n}: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
+        finally:
+            browser.close()
+
+
+# == the run ==========================================================================================================
+
+def _pct(values: list[float], q: float) -> float:
+    v = sorted(values)
+    return v[min(len(v) - 1, max(0, round(q / 100 * (len(v) - 1))))] if v else float("nan")
+
+
+def measure(quick: bool = False, protocol: int | None = None, browsers: int | None = None) -> dict:
+    """``protocol`` / ``browsers``: how many sessions of each kind (default 27 + 3; quick 3 + 0)."""
+    sys.path.insert(0, str(ROOT))
+    from core.devices import load_devices
+
+    names = {i: d.name for i, d in load_devices(user_path=None).devices.items()}
+    n_proto, n_browser = (3, 0) if quick else (27, 3)
+    n_proto, n_browser = protocol if protocol is not None else n_proto, browsers if browsers is not None else n_browser
+    if n_browser and not Path(CHROMIUM).exists():
+        n_browser, n_proto = 0, n_proto + 3
+    latencies: list = []
+    errors: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="cnn_calc_load_home_") as home:
+        server = Server(Path(home))
+        try:
+            t0 = time.perf_counter()
+            threads = [threading.Thread(target=_browser_flow, args=(server.url, i, names, latencies, errors))
+                       for i in range(n_browser)]
+            for th in threads:
+                th.start()
+
+            async def protocol_sessions():
+                await asyncio.gather(*(_protocol_flow(server.url, i, names, latencies, errors, 0.05 * i)
+                                       for i in range(n_proto)))
+
+            asyncio.run(protocol_sessions())
+            for th in threads:
+                th.join(timeout=900)
+            wall = time.perf_counter() - t0
+            end_mib = server.rss()
+            written = sorted(str(p.relative_to(home)) for p in Path(home).rglob("*"))
+        finally:
+            server.stop()
+    times = [s for _, _, s in latencies]
+    by_kind = {k: [s for kind, _, s in latencies if kind == k] for k in ("protocol", "browser")}
+    steps: dict[str, list[float]] = {}
+    for _, label, s in latencies:
+        steps.setdefault(label, []).append(s)
+    return {"sessions": n_proto + n_browser, "protocol_sessions": n_proto, "browser_sessions": n_browser,
+            "steps": len(latencies), "errors": errors, "wall_s": wall,
+            "p50_ms": _pct(times, 50) * 1e3, "p95_ms": _pct(times, 95) * 1e3, "max_ms": max(times, default=0) * 1e3,
+            "by_kind": {k: {"n": len(v), "p50_ms": _pct(v, 50) * 1e3, "p95_ms": _pct(v, 95) * 1e3}
+                        for k, v in by_kind.items() if v},
+            "by_step": {k: {"n": len(v), "median_ms": statistics.median(v) * 1e3, "p95_ms": _pct(v, 95) * 1e3}
+                        for k, v in steps.items()},
+            "rss_idle_mib": server.idle_mib, "rss_peak_mib": max(server.samples, default=None),
+            "rss_end_mib": end_mib, "files_written": written, "cores": os.cpu_count()}
+
+
+def markdown(out: dict) -> str:
+    def mib(x):
+        return f"{x:,.0f} MiB" if x is not None else "—"
+
+    lines = ["## Classroom load (server mode)", "",
+             f"{out['sessions']} concurrent sessions ({out['protocol_sessions']} over Streamlit's websocket protocol, "
+             f"{out['browser_sessions']} in headless Chromium) against one `CNN_CALC_SERVER=1 streamlit run app.py` "
+             f"on localhost ({out['cores']} cores, shared with the clients), each through the main flows with "
+             f"{THINK_S[0]:g}–{THINK_S[1]:g} s between steps: {out['steps']} steps in {out['wall_s']:.0f} s.", "",
+             "| | |", "|---|---:|",
+             f"| errors (failed steps, exception or error boxes, another session's device seen) | "
+             f"{len(out['errors'])} |",
+             f"| widget-to-update latency p50 / p95 / max | {out['p50_ms']:,.0f} / {out['p95_ms']:,.0f} / "
+             f"{out['max_ms']:,.0f} ms |"]
+    lines += [f"| — {k} sessions p50 / p95 ({v['n']} steps) | {v['p50_ms']:,.0f} / {v['p95_ms']:,.0f} ms |"
+              for k, v in out["by_kind"].items()]
+    lines += [f"| server RSS: started (no session) / peak / at the end | {mib(out['rss_idle_mib'])} / "
+              f"{mib(out['rss_peak_mib'])} / {mib(out['rss_end_mib'])} |",
+              f"| files written to the server's $CNN_CALC_HOME | {len(out['files_written'])} |", "",
+              "| step | n | median ms | p95 ms |", "|---|---:|---:|---:|"]
+    lines += [f"| {k} | {v['n']} | {v['median_ms']:,.0f} | {v['p95_ms']:,.0f} |" for k, v in out["by_step"].items()]
+    if out["errors"]:
+        lines += ["", "Errors:", *(f"- {e}" for e in out["errors"][:20])]
+    lines += ["", "Latency: from the change sent (protocol) or the click (browser) to the end of the script run it "
+              "caused. Steps run one after another within a session and concurrently across sessions; the server "
+              "runs one script thread per session under one Python interpreter, so on a loaded machine a step waits "
+              "for the others' runs."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> dict:
+    return quick_main(measure, markdown, argv, "3 protocol sessions, no browser (smoke test)")
+
+
+if __name__ == "__main__":
+    main()

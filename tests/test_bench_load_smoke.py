@@ -1,0 +1,17 @@
+"""The classroom load benchmark runs (3 websocket-protocol sessions against a server-mode server) so it cannot rot:
+every step of the flow works over the protocol, no session sees another's device and no file is written."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+
+import bench_load  # noqa: E402
+
+
+def test_bench_load_quick(capsys):
+    out = bench_load.main(["--quick"])
+    assert out["sessions"] == 3 and out["errors"] == []
+    assert out["steps"] == 3 * 16 and out["p50_ms"] > 0 and out["rss_peak_mib"] > 0
+    assert out["files_written"] == []
+    assert "## Classroom load (server mode)" in capsys.readouterr().out
