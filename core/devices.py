@@ -12,6 +12,7 @@ them. Units: FLOP/s (ops/s for int8), bytes/s, bytes, seconds.
 from __future__ import annotations
 
 import difflib
+import errno
 import json
 import os
 from dataclasses import dataclass, field
@@ -433,6 +434,15 @@ def _exists(path: Path) -> bool:
         return False
 
 
+def _aside(path: Path) -> Path:
+    """A free name beside ``path`` to keep a file that could not be read: ``<name>.bad``, ``<name>.bad-2``, …"""
+    for i in range(1, 1000):
+        candidate = path.with_name(path.name + (".bad" if i == 1 else f".bad-{i}"))
+        if not _exists(candidate):
+            return candidate
+    raise OSError(errno.EEXIST, "too many unreadable copies kept beside it", str(path))
+
+
 def save_user_devices(db: DeviceDB, path: str | Path) -> Path | None:
     """Write the user's entries of ``db`` to ``path`` (whole, through a temporary file, so a crash leaves the old
     file). A file already there that cannot be read as a device document (``load_devices`` left it out) is not
@@ -440,10 +450,12 @@ def save_user_devices(db: DeviceDB, path: str | Path) -> Path | None:
     p = Path(path)
     kept = None
     if _exists(p):
+        if not p.is_file():
+            raise OSError(errno.EINVAL, "not a regular file", str(p))
         try:
             parse_devices(_read(p), where=p.name, user=True)
         except DeviceError:
-            kept = p.with_name(p.name + ".bad")
+            kept = _aside(p)
             os.replace(p, kept)
     tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(db.user_entries(), indent=1), encoding="utf-8")

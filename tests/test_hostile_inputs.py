@@ -101,6 +101,10 @@ def test_saving_never_overwrites_a_file_it_could_not_read(tmp_path):
     assert kept == tmp_path / "devices.json.bad" and kept.read_bytes() == CORRUPT_FILES["not-utf8"]
     assert "mine" in load_devices(user_path=path).devices
     assert save_user_devices(load_devices(user_path=path), path) is None       # a readable file is replaced
+    path.write_bytes(b"[")
+    assert save_user_devices(load_devices(user_path=path), path) == tmp_path / "devices.json.bad-2"
+    with pytest.raises(OSError):                                   # never renames a device or a folder
+        save_user_devices(DB, tmp_path)
 
 
 @pytest.mark.parametrize("content", [CORRUPT_FILES["not-utf8"], CORRUPT_FILES["nested-100k"],
@@ -368,6 +372,7 @@ HOSTILE = [
     (["devices", "--file", "{nested-100k}"], "nested too deeply"), (["devices", "--file", "{dir}"], "regular"),
     # time / calibrate: checked before torch does anything
     (["time", "mnist_cnn", "--threads", "0"], "threads"), (["time", "mnist_cnn", "--repeats", "0"], "repeats"),
+    (["time", "mnist_cnn", "--batches", ",".join(["1"] * 1000)], "at most 64"),
     (["time", "/dev/zero"], "not a regular file"), (["calibrate", "--threads", "-3", "--no-save"], "threads"),
     (["calibrate", "--seconds", "nan", "--no-save"], "seconds"),
 ]

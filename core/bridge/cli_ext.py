@@ -209,7 +209,13 @@ def _int_list(text: str, field: str) -> list[int]:
         raise CalcError("expected whole numbers separated by commas, like 1,2,4,8", field=field, value=text) from None
     if not values:
         raise CalcError("give at least one value", field=field, value=text)
+    if len(values) > MAX_LIST:
+        raise CalcError(f"at most {MAX_LIST} values (each is a timing run of its own)", field=field,
+                        value=f"{len(values):,} values")
     return values
+
+
+MAX_LIST = 64
 
 
 def _time(args) -> int:
