@@ -1,6 +1,9 @@
 """``python -m core analyze NAME_OR_FILE [--input 3x224x224] [--batch N] [--dtype fp32] [--json]``.
 
-Bad input prints one line naming what is wrong and exits 2; never a traceback.
+Bad input (a value, a file, an argparse error) prints one line naming what is wrong and exits 2; never a traceback.
+An internal error is one line too (exit 1; ``CNN_CALC_DEBUG=1`` shows the traceback). Files named on the command
+line are read only if they are regular files under a size cap (``core.files``). A network that does no work (a
+single flatten) has no throughput: ``estimate`` prints "— samples/s" and ``--json`` gives ``null``.
 """
 
 from __future__ import annotations

@@ -2,7 +2,12 @@
 
 A bad entry is reported by id and field and left out; the rest still load (``DeviceDB.problems``). Users add and edit
 their own devices without touching the file: ``db.add(spec)`` returns a new database (validated the same way), and
-``save_user_devices`` / ``load_devices(user_path=...)`` keep them in a file of their own.
+``save_user_devices`` / ``load_devices(user_path=...)`` keep them in a file of their own, or a server keeps them in a
+user's session and passes them as ``load_devices(user_data=...)``. A user file or document that cannot be read at all
+is left out whole (one line in ``problems``); saving over it first moves it to ``<name>.bad``.
+
+Numbers have physical bounds (``PEAK_RANGE``, ``BANDWIDTH_RANGE``, …) far outside any real device's, so every time
+made from them is a finite float; an estimate still refuses a non-finite time from a ``Device`` made in code.
 
 Each field of an entry is declared once, in ``DEVICE_FIELDS`` / ``INTERCONNECT_FIELDS`` (name, type, constraint,
 meaning, required or default): the ``Device`` and ``Interconnect`` dataclasses and the JSON Schemas are made from
