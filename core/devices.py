@@ -343,13 +343,22 @@ class DeviceDB:
                 "interconnects": [i.to_dict() for i in self.interconnects.values() if i.user]}
 
 
+def _text(value: Any) -> str:
+    """``str(value)`` cut to a message's length, and never an error (a list nested 2,000 deep, a 5,000-digit int)."""
+    try:
+        text = str(value)
+    except Exception:  # noqa: BLE001 — RecursionError, ValueError: the value is shown by its type instead
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN - 1] + "…"
+
+
 def parse_devices(data: Any, *, where: str = "device_specs.json", user: bool = False) -> DeviceDB:
     """Validate a parsed document entry by entry; bad entries go to ``problems``, the rest load."""
     if not isinstance(data, dict):
         raise DeviceError(f"expected a JSON object, got {type(data).__name__}", node=where)
     if data.get("schema") != SCHEMA_NAME or data.get("version") != SCHEMA_VERSION:
         raise DeviceError(f"expected schema '{SCHEMA_NAME}' version {SCHEMA_VERSION}", node=where, field="schema",
-                          value=f"{data.get('schema')} v{data.get('version')}")
+                          value=f"{_text(data.get('schema'))} v{_text(data.get('version'))}")
     problems: list[str] = []
     out = []
     for key, schema, make in (("devices", DEVICE_SCHEMA, _make_device),
