@@ -63,6 +63,15 @@ def _rss_mib(pid: int) -> float | None:
     return None
 
 
+def _cpu_s(pid: int) -> float | None:
+    """User + system CPU seconds of a process so far."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 class Server:
     """``streamlit run app.py`` in server mode on a free localhost port, with an empty $CNN_CALC_HOME; RSS sampled."""
 
@@ -292,22 +301,36 @@ async def _protocol_flow(url: str, n: int, names: dict, latencies: list, errors:
 
 def _browser_flow(url: str, n: int, names: dict, latencies: list, errors: list) -> None:
     from playwright.sync_api import sync_playwright
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
     rng = random.Random(1000 + n)
-    running = "() => document.querySelector('[data-testid=stApp]')?.getAttribute('data-test-script-state') === '%s'"
+    finished = [0]                       # script runs ended, read from the page's own websocket frames
+
+    def on_frame(payload) -> None:
+        if isinstance(payload, (bytes, bytearray)):
+            msg = ForwardMsg()
+            try:
+                msg.ParseFromString(bytes(payload))
+            except Exception:  # noqa: BLE001 — not a ForwardMsg: not ours to count
+                return
+            if msg.WhichOneof("type") == "script_finished" and \
+                    msg.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
+                finished[0] += 1
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.on("websocket", lambda ws: ws.on("framereceived", on_frame))
 
         def settle(label: str, action) -> None:
-            t = time.perf_counter()
+            """Do ``action`` and wait for the script run it causes to end (the same ``script_finished`` the protocol
+            sessions wait for, seen in the browser's websocket)."""
+            before, t = finished[0], time.perf_counter()
             action()
-            try:                          # the run may be over before it is seen starting
-                page.wait_for_function(running % "running", timeout=1500, polling=20)
-            except Exception:  # noqa: BLE001
-                pass
-            page.wait_for_function(running % "notRunning", timeout=STEP_TIMEOUT_S * 1000, polling=20)
+            while finished[0] == before:
+                if time.perf_counter() - t > STEP_TIMEOUT_S:
+                    raise TimeoutError(f"{label}: no update within {STEP_TIMEOUT_S:.0f} s")
+                page.wait_for_timeout(10)
             latencies.append(("browser", label, time.perf_counter() - t))
             bad = page.locator("[data-testid='stException']").count()
             if bad:
@@ -328,11 +351,8 @@ def _browser_flow(url: str, n: int, names: dict, latencies: list, errors: list) 
             where.press("Enter")
 
         try:
-            t = time.perf_counter()
-            page.goto(url, wait_until="domcontentloaded")
+            settle("open the app", lambda: page.goto(url, wait_until="commit"))
             page.locator("[data-testid='stMetric']").first.wait_for(timeout=STEP_TIMEOUT_S * 1000)
-            page.wait_for_function(running % "notRunning", timeout=STEP_TIMEOUT_S * 1000, polling=20)
-            latencies.append(("browser", "open the app", time.perf_counter() - t))
             settle("pick a network", lambda: choose("Network", NETWORKS[n % len(NETWORKS)]))
             batch = page.locator("[data-testid='stSidebar'] input[type='number']").first
             settle("change the batch", lambda: number(batch, BATCHES[n % len(BATCHES)]))
@@ -351,7 +371,10 @@ def _browser_flow(url: str, n: int, names: dict, latencies: list, errors: list) 
             form.get_by_label("fp32 TFLOP/s", exact=True).fill("12")
             form.get_by_label("Memory bandwidth (GB/s)", exact=True).fill("400")
             settle("add a device", lambda: form.get_by_role("button", name="Save device").click())
-            if not page.locator("[data-testid='stAlert']").filter(has_text=f"browser-gpu-{n}").count():
+            try:                      # the page draws what the run sent a moment after its end
+                page.locator("[data-testid='stAlert']").filter(has_text=f"browser-gpu-{n}").first.wait_for(
+                    timeout=15000)
+            except Exception:  # noqa: BLE001
                 errors.append(f"browser {n}, add a device: no 'Saved' message")
             settle("pick own device", lambda: choose("Device", f"Browser GPU {n}"))
             settle("open Layers", lambda: nav("Layers"))
@@ -383,7 +406,7 @@ def measure(quick: bool = False, protocol: int | None = None, browsers: int | No
     with tempfile.TemporaryDirectory(prefix="cnn_calc_load_home_") as home:
         server = Server(Path(home))
         try:
-            t0 = time.perf_counter()
+            t0, cpu0, server_cpu0 = time.perf_counter(), time.process_time(), _cpu_s(server.proc.pid)
             threads = [threading.Thread(target=_browser_flow, args=(server.url, i, names, latencies, errors))
                        for i in range(n_browser)]
             for th in threads:
@@ -396,7 +419,8 @@ def measure(quick: bool = False, protocol: int | None = None, browsers: int | No
             asyncio.run(protocol_sessions())
             for th in threads:
                 th.join(timeout=900)
-            wall = time.perf_counter() - t0
+            wall, client_cpu = time.perf_counter() - t0, time.process_time() - cpu0
+            server_cpu = (_cpu_s(server.proc.pid) or 0.0) - (server_cpu0 or 0.0)
             end_mib = server.rss()
             written = sorted(str(p.relative_to(home)) for p in Path(home).rglob("*"))
         finally:
@@ -407,7 +431,8 @@ def measure(quick: bool = False, protocol: int | None = None, browsers: int | No
     for _, label, s in latencies:
         steps.setdefault(label, []).append(s)
     return {"sessions": n_proto + n_browser, "protocol_sessions": n_proto, "browser_sessions": n_browser,
-            "steps": len(latencies), "errors": errors, "wall_s": wall,
+            "steps": len(latencies), "errors": errors, "wall_s": wall, "server_cpu_s": server_cpu,
+            "client_cpu_s": client_cpu,
             "p50_ms": _pct(times, 50) * 1e3, "p95_ms": _pct(times, 95) * 1e3, "max_ms": max(times, default=0) * 1e3,
             "by_kind": {k: {"n": len(v), "p50_ms": _pct(v, 50) * 1e3, "p95_ms": _pct(v, 95) * 1e3}
                         for k, v in by_kind.items() if v},
@@ -435,7 +460,10 @@ def markdown(out: dict) -> str:
               for k, v in out["by_kind"].items()]
     lines += [f"| server RSS: started (no session) / peak / at the end | {mib(out['rss_idle_mib'])} / "
               f"{mib(out['rss_peak_mib'])} / {mib(out['rss_end_mib'])} |",
-              f"| files written to the server's $CNN_CALC_HOME | {len(out['files_written'])} |", "",
+              f"| files written to the server's $CNN_CALC_HOME | {len(out['files_written'])} |",
+              f"| steps served per second (all sessions) | {out['steps'] / out['wall_s']:.1f} |",
+              f"| CPU seconds: server / this driver (protocol sessions, Playwright; Chromium not counted) | "
+              f"{out['server_cpu_s']:.0f} / {out['client_cpu_s']:.0f} |", "",
               "| step | n | median ms | p95 ms |", "|---|---:|---:|---:|"]
     lines += [f"| {k} | {v['n']} | {v['median_ms']:,.0f} | {v['p95_ms']:,.0f} |" for k, v in out["by_step"].items()]
     if out["errors"]:
