@@ -106,6 +106,8 @@ def edit(network: Network, node: str, field: str, value: Any) -> EditResult:
         value = _freeze(value)          # [5, 5] as JSON writes it is (5, 5)
     except RecursionError:
         raise NetworkError("the value is nested too deeply", node=node, field=field) from None
+    except NetworkError as e:           # core.ir refuses the value itself: say which node and field it was for
+        raise NetworkError(e.reason, node=node, field=field) from None
     validate_attrs(rule, node, {**dict(network.node(node).attrs), field: value})   # the value itself is sane
 
     targets: dict[str, dict[str, Any]] = {node: {field: value}}
