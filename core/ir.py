@@ -182,6 +182,8 @@ class Network:
             if not isinstance(attrs, dict):
                 raise NetworkError("attrs must be an object", node=nname, field="attrs", value=shown(attrs))
             for k, v in attrs.items():
+                if not isinstance(k, str):
+                    raise NetworkError("attribute names must be strings", node=nname, field="attrs", value=shown(k))
                 if not _plain(v):
                     raise NetworkError("attribute values must be numbers, strings, booleans, null or lists of them",
                                        node=nname, field=k, value=shown(v))

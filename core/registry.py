@@ -316,9 +316,12 @@ def _digits(v: int) -> int:
     return d0 + (v >= 10 ** d0)
 
 
-def shown(v: Any) -> Any:
-    """``v`` as an error message may print it: integers too long to convert to text, long strings and long lists
-    are abbreviated (a message must never raise while it is being formatted)."""
+_SHOWN_DEPTH = 4
+
+
+def shown(v: Any, depth: int = 0) -> Any:
+    """``v`` as an error message may print it: integers too long to convert to text, long strings and long or
+    deeply nested lists are abbreviated (a message must never raise while it is being formatted)."""
     if isinstance(v, int) and not isinstance(v, bool):
         if v.bit_length() > _SHOWN_DIGITS * 3.33:
             return _Shown(f"<{'-' if v < 0 else ''}an integer of {_digits(v):,} digits>")
@@ -326,7 +329,9 @@ def shown(v: Any) -> Any:
     if isinstance(v, str) and len(v) > _SHOWN_CHARS:
         return _Shown(repr(v[:_SHOWN_CHARS]) + f"… ({len(v):,} characters)")
     if isinstance(v, (tuple, list)):
-        items = tuple(shown(x) for x in v[:_SHOWN_ITEMS])
+        if depth >= _SHOWN_DEPTH:
+            return _Shown("[…]" if isinstance(v, list) else "(…)")
+        items = tuple(shown(x, depth + 1) for x in v[:_SHOWN_ITEMS])
         if len(v) > _SHOWN_ITEMS:
             return _Shown("(" + ", ".join(map(repr, items)) + f", … {len(v):,} items)")
         return items if isinstance(v, tuple) else list(items)

@@ -298,3 +298,24 @@ def test_description_never_breaks_a_message():
     doc = json.loads(one(N("r", "relu", "x")).to_json())
     doc["description"] = 10 ** 5000
     assert "digits" in Network.from_dict(doc).description
+
+
+def _deep(n: int) -> list:
+    v: list = []
+    for _ in range(n):
+        v = [v]
+    return v
+
+
+def test_message_of_a_deeply_nested_value():
+    """Fuzz finding F8: abbreviating a value nested 2,000 deep for a message recursed."""
+    doc = json.loads(one(N("r", "relu", "x")).to_json())
+    doc["schema"] = _deep(2000)
+    err = network_error(lambda: Network.from_dict(doc))
+    assert err.field == "schema" and "…" in str(err)
+
+
+def test_attribute_names_must_be_strings():
+    doc = json.loads(one(N("r", "relu", "x")).to_json())
+    doc["nodes"][0]["attrs"] = {1: 2, "inplace": True}
+    assert network_error(lambda: Network.from_dict(doc)).field == "attrs"
