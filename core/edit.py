@@ -102,12 +102,7 @@ def edit(network: Network, node: str, field: str, value: Any) -> EditResult:
     if info is None:
         raise NetworkError("no such layer", node=node, field=field, value=value)
     rule = get_rule(info.op, node)
-    try:
-        value = _freeze(value)          # [5, 5] as JSON writes it is (5, 5)
-    except RecursionError:
-        raise NetworkError("the value is nested too deeply", node=node, field=field) from None
-    except NetworkError as e:           # core.ir refuses the value itself: say which node and field it was for
-        raise NetworkError(e.reason, node=node, field=field) from None
+    value = _freeze(value, node, field)          # [5, 5] as JSON writes it is (5, 5)
     validate_attrs(rule, node, {**dict(network.node(node).attrs), field: value})   # the value itself is sane
 
     targets: dict[str, dict[str, Any]] = {node: {field: value}}

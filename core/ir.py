@@ -19,11 +19,32 @@ SCHEMA_VERSION = 1
 SCHEMA_NAME = "cnn-calc/network"
 
 
-def _freeze(value: Any) -> Any:
-    """Lists become tuples (recursively) so attribute values are hashable and immutable."""
-    if isinstance(value, (list, tuple)):
-        return tuple(_freeze(v) for v in value)
-    return value
+MAX_NESTING = 64       # no op takes a list nested deeper; a deeper one is refused before anything recurses on it
+
+
+def _nesting(value: Any) -> int:
+    """How deep lists nest in ``value`` (0 for a scalar), level by level without recursion; stops counting past
+    ``MAX_NESTING``."""
+    depth, level = 0, [value] if isinstance(value, (list, tuple)) else []
+    while level and depth <= MAX_NESTING:
+        depth += 1
+        level = [x for v in level for x in v if isinstance(x, (list, tuple))]
+    return depth
+
+
+def _freeze(value: Any, node: str | None = None, field: str | None = None) -> Any:
+    """Lists become tuples (recursively) so attribute values are hashable and immutable; a value nested deeper than
+    ``MAX_NESTING`` is refused (naming the node and field when given)."""
+    if not isinstance(value, (list, tuple)):
+        return value
+    if _nesting(value) > MAX_NESTING:
+        raise NetworkError(f"a list nested more than {MAX_NESTING} deep is not an attribute value", node=node,
+                           field=field)
+    return _freeze_nested(value)
+
+
+def _freeze_nested(value: Any) -> Any:
+    return tuple(_freeze_nested(v) for v in value) if isinstance(value, (list, tuple)) else value
 
 
 def _thaw(value: Any) -> Any:
@@ -50,7 +71,7 @@ class Node:
     def from_attrs(name: str, op: str, inputs: Iterable[str] | str, attrs: Mapping[str, Any]) -> "Node":
         if isinstance(inputs, str):
             inputs = (inputs,)
-        return Node(name, op, tuple(sorted((k, _freeze(v)) for k, v in attrs.items())), tuple(inputs))
+        return Node(name, op, tuple(sorted((k, _freeze(v, name, k)) for k, v in attrs.items())), tuple(inputs))
 
     @property
     def attr(self) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 
 import core
 from core import devices as devmod
-from core.errors import CalcError
+from core.errors import CalcError, NetworkError
 from core.ir import Network, Node
 from core.registry import REGISTRY, REQUIRED, Attr
 
@@ -152,6 +152,16 @@ def kind_value(d: Draw, a: Attr, rank: int = 4) -> Any:
         return d.int(1, 7) if d.chance(0.5) else [d.pick((None, d.int(1, 7))), d.pick((None, d.int(1, 7)))]
     if k == "choice":
         return d.pick(a.choices)
+    if k == "text" and a.name == "equation":
+        return d.pick(EQUATIONS)
+    if k == "text":
+        return d.pick(("?", "torch.foo", "x"))
+    if k == "opt_size":
+        return d.pick((None, d.int(1, 20), [d.int(1, 20), d.int(1, 20)], [d.int(1, 9)]))
+    if k == "opt_scale":
+        return d.pick((None, d.float(0.1, 4), 2, [2.0, 0.5], [d.int(1, 3), d.int(1, 3)]))
+    if k == "nonneg_float":
+        return d.pick((1e-5, 1e-3, 0.0, 0.1, d.float(0, 1)))
     if k == "any":
         if a.name == "equation":
             return d.pick(EQUATIONS)
@@ -228,11 +238,12 @@ def spec_of(net: Network) -> tuple:
 
 
 def registry_network(d: Draw) -> Network:
-    """A registry network whose values Python can build (no list nested thousands deep)."""
+    """A registry network whose values a Network holds (``Node.make`` refuses a list nested deeper than
+    ``core.ir.MAX_NESTING``, with a NetworkError: the cases under test are what a network then does)."""
     while True:
         try:
             return build(registry_spec(d))
-        except RecursionError:
+        except NetworkError:
             continue
 
 

@@ -24,11 +24,7 @@ FAST = settings(max_examples=100, deadline=None, database=None, derandomize=True
 # Failures still open in core/ when this suite was written: (exception type, where it arises) → why. A case failing
 # this way is let through by the Hypothesis tests (so that they keep guarding everything else) and is an xfail
 # regression test below; remove an entry once its fix lands.
-KNOWN_OPEN: dict[tuple[str, str], str] = {
-    ("RecursionError", "core/ir.py"): "Node.make with a list nested ~2,000 deep: _freeze recurses (finding F7)",
-    ("RecursionError", "core/registry.py"): "an error message abbreviating a deeply nested value recurses (F8)",
-    ("RecursionError", "core/devices.py"): "parse_devices formats a deeply nested schema/version with repr (F13)",
-}
+KNOWN_OPEN: dict[tuple[str, str], str] = {}
 
 
 def known(out: S.Outcome) -> bool:
@@ -109,7 +105,7 @@ FINDINGS = {
     "F13 devices document deep version": lambda: [S.devmod.parse_devices(
         {"schema": "cnn-calc/devices", "version": S.deep(2000), "devices": [], "interconnects": []})],
 }
-OPEN = {"F7 Node.make deep list", "F8 message of a deep value", "F13 devices document deep version"}
+OPEN: set[str] = set()
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=False, reason="open in core/"))
