@@ -33,6 +33,11 @@ import time
 import urllib.request
 from pathlib import Path
 
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from streamlit.proto.WidgetStates_pb2 import WidgetState, WidgetStates
+from websockets.asyncio.client import connect
+
 from common import quick_main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,7 +45,8 @@ CHROMIUM = "/usr/bin/chromium"
 BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
                 "--disable-quic", "--disable-component-update", "--disable-sync"]
 NETWORKS = ("resnet50", "vgg16", "mobilenet_v2", "densenet121", "efficientnet_b0", "resnet18")
-SETUPS = (("bf16", "a100-40gb-sxm"), ("fp16", "v100-sxm2"), ("fp32", "k80"))    # (precision, a device that has it)
+# (precision, a device that has it): neither the sidebar's default (fp32, V100), so that a browser's choice is a change
+SETUPS = (("bf16", "a100-40gb-sxm"), ("fp16", "p100-sxm2"), ("fp64", "k80"))
 TABS = ("Breakdown", "Batch size", "Other devices", "Convolution algorithm", "Data parallel")
 BATCHES = (8, 32, 64, 128)
 THINK_S = (0.3, 1.5)
@@ -152,8 +158,6 @@ class ProtocolSession:
         self.closed = False
 
     async def _read(self) -> None:
-        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-
         try:
             async for raw in self.ws:
                 msg = ForwardMsg()
@@ -166,8 +170,6 @@ class ProtocolSession:
             self.done.set()
 
     def _handle(self, msg) -> None:
-        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-
         kind = msg.WhichOneof("type")
         if kind == "new_session":
             self.ids, self.options, self.alerts, self.exceptions = {}, {}, [], []
@@ -190,8 +192,6 @@ class ProtocolSession:
             self.done.set()
 
     async def open(self) -> None:
-        from websockets.asyncio.client import connect
-
         self.ws = await connect(self.ws_url, subprotocols=["streamlit"], max_size=None, open_timeout=120,
                                 ping_interval=None)
         self.reader = asyncio.create_task(self._read())
@@ -201,8 +201,6 @@ class ProtocolSession:
         self.reader.cancel()
 
     def _state(self, key: str, value):
-        from streamlit.proto.WidgetStates_pb2 import WidgetState
-
         w = WidgetState(id=self.ids[key])
         if value is True:
             w.trigger_value = True
@@ -215,9 +213,6 @@ class ProtocolSession:
     async def step(self, label: str, page: str | None = None, **values) -> bool:
         """Set widgets (by key; ``True`` clicks a button) or open a page (its url path), wait for the run to end;
         False (an error recorded) on a missing widget, a time-out, or an exception or error box."""
-        from streamlit.proto.BackMsg_pb2 import BackMsg
-        from streamlit.proto.WidgetStates_pb2 import WidgetStates
-
         try:
             sent = {k: self._state(k, v) for k, v in values.items()}
         except KeyError as e:
@@ -299,9 +294,16 @@ async def _protocol_flow(url: str, n: int, names: dict, latencies: list, errors:
 
 # == sessions in a real browser =======================================================================================
 
+def _browser_session(url: str, n: int, names: dict, latencies: list, errors: list) -> None:
+    """A browser session's thread: whatever stops it is a counted error."""
+    try:
+        _browser_flow(url, n, names, latencies, errors)
+    except Exception as e:  # noqa: BLE001
+        errors.append(f"browser {n}: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
+
+
 def _browser_flow(url: str, n: int, names: dict, latencies: list, errors: list) -> None:
-    from playwright.sync_api import sync_playwright
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+    from playwright.sync_api import sync_playwright  # imported once by measure() before the threads start
 
     rng = random.Random(1000 + n)
     finished = [0]                       # script runs ended, read from the page's own websocket frames
@@ -400,14 +402,16 @@ def measure(quick: bool = False, protocol: int | None = None, browsers: int | No
     n_proto, n_browser = (3, 0) if quick else (27, 3)
     n_proto, n_browser = protocol if protocol is not None else n_proto, browsers if browsers is not None else n_browser
     if n_browser and not Path(CHROMIUM).exists():
-        n_browser, n_proto = 0, n_proto + 3
+        n_browser, n_proto = 0, n_proto + n_browser
+    if n_browser:
+        import playwright.sync_api  # noqa: F401 — here, not in three threads at once (a partly imported module)
     latencies: list = []
     errors: list[str] = []
     with tempfile.TemporaryDirectory(prefix="cnn_calc_load_home_") as home:
         server = Server(Path(home))
         try:
             t0, cpu0, server_cpu0 = time.perf_counter(), time.process_time(), _cpu_s(server.proc.pid)
-            threads = [threading.Thread(target=_browser_flow, args=(server.url, i, names, latencies, errors))
+            threads = [threading.Thread(target=_browser_session, args=(server.url, i, names, latencies, errors))
                        for i in range(n_browser)]
             for th in threads:
                 th.start()
