@@ -151,6 +151,21 @@ def test_default_mode_still_saves_to_the_users_file(home, monkeypatch):
     saved = json.loads((home / "devices.json").read_text())
     assert [d["id"] for d in saved["devices"]] == ["my-gpu"]
     assert f"to {home / 'devices.json'}" in at.success[0].value
-    assert "My GPU" in _names(_open(DEVICES))           # a new session reads the file: it is the user's, not a session's
+    assert "My GPU" in _names(_open(DEVICES))           # a new session reads the file: the user's, not a session's
     bench = _open(BENCHMARK)
     assert bench.button(key="bench_time") and LIVE_OFF not in [i.value for i in bench.info]
+
+
+def test_a_calibration_on_a_server_with_live_timing_stays_in_its_session(server, monkeypatch):
+    monkeypatch.setenv(LIVE_ENV, "1")
+    at = _open(BENCHMARK)
+    at.slider(key="bench_cal_seconds").set_value(3).run()
+    at.button(key="bench_calibrate").click().run()
+    assert not at.exception and not at.error, (at.exception, at.error)
+    local = devices_of(at)["local"]
+    assert local.user and local.peak_flops["fp32"] > 0
+    assert local.name in _names(at)
+    assert any("this session only" in s.value for s in at.success)
+    assert list(server.iterdir()) == []
+    other = _open(BENCHMARK)
+    assert local.name not in _names(other)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
-import bench_load  # noqa: E402
+import bench_load
 
 
 def test_bench_load_quick(capsys):
