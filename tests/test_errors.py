@@ -9,18 +9,7 @@ import pytest
 
 import core
 from core import Network, NetworkError, Node, analyze
-
-
-def network_error(fn) -> NetworkError:
-    """Run ``fn``; return the NetworkError it raises. Any other exception type (or none) fails the test."""
-    try:
-        fn()
-    except NetworkError as e:
-        assert type(e) is NetworkError
-        return e
-    except BaseException as e:     # noqa: BLE001 — the point is to catch whatever escapes
-        pytest.fail(f"raised {type(e).__name__} instead of NetworkError: {e}")
-    pytest.fail("no error was raised")
+from errors_ref import network_error
 
 
 def one(node: Node, shape=(1, 3, 3)) -> Network:

@@ -17,20 +17,9 @@ from core import REGISTRY, Network, NetworkError, Node, analyze
 from core.graph import compile_network
 from core.ops import _adaptive_bins
 from core.registry import MAX_DIM, REQUIRED
+from errors_ref import network_error
 
 N = Node.make
-
-
-def network_error(fn) -> NetworkError:
-    """Run ``fn``; return the NetworkError it raises. Any other exception type (or none) fails the test."""
-    try:
-        fn()
-    except NetworkError as e:
-        assert type(e) is NetworkError
-        return e
-    except BaseException as e:     # noqa: BLE001 — the point is to catch whatever escapes
-        pytest.fail(f"raised {type(e).__name__} instead of NetworkError: {e}")
-    pytest.fail("no error was raised")
 
 
 def one(node: Node, shape=(2, 4, 4)) -> Network:
