@@ -942,14 +942,13 @@ def _raise_timeout(signum, frame):
     raise _Timeout("still running after the hard limit")
 
 
-def check(case: Case, limit_s: float = LIMIT_S, known: Callable[[Outcome], bool] = lambda o: False) -> Outcome:
-    """Run ``case``; raise AssertionError with a reproducer unless the promise holds (``known(outcome)`` true:
-    a known, still open failure, let through)."""
+def check(case: Case, limit_s: float = LIMIT_S) -> Outcome:
+    """Run ``case``; raise AssertionError with a reproducer unless the promise holds."""
     out = run(case, hard_limit_s=max(limit_s * 4, 1.0))
     problems = []
-    if out.status == "other" and not known(out):
+    if out.status == "other":
         problems.append(f"raised {out.error}\n  at {out.frame}\n{out.trace}")
-    if out.non_finite and not known(out):
+    if out.non_finite:
         problems.append(f"non-finite result at {out.non_finite}")
     if out.elapsed_s > limit_s:
         problems.append(f"took {out.elapsed_s:.2f} s (limit {limit_s} s)")

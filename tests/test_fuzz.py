@@ -21,22 +21,12 @@ from core.registry import REGISTRY
 FAST = settings(max_examples=100, deadline=None, database=None, derandomize=True,
                 suppress_health_check=list(HealthCheck))
 
-# Failures still open in core/ when this suite was written: (exception type, where it arises) → why. A case failing
-# this way is let through by the Hypothesis tests (so that they keep guarding everything else) and is an xfail
-# regression test below; remove an entry once its fix lands.
-KNOWN_OPEN: dict[tuple[str, str], str] = {}
-
-
-def known(out: S.Outcome) -> bool:
-    return any(out.etype == t and out.frame.startswith(f) for t, f in KNOWN_OPEN)
-
-
 @pytest.mark.parametrize("kind", S.KINDS)
 def test_the_promise_holds(kind):
     @FAST
     @given(S.cases(kind))
     def prop(case):
-        S.check(case, known=known)
+        S.check(case)
 
     prop()
 
@@ -48,7 +38,7 @@ def test_the_promise_holds_on_seeded_cases(block):
     failures = []
     for seed in range(block * 2000, (block + 1) * 2000):
         try:
-            S.check(S.case_from_seed(seed), known=known)
+            S.check(S.case_from_seed(seed))
         except AssertionError as e:
             failures.append(f"seed {seed}: {str(e)[:2000]}")
     assert not failures, f"{len(failures)} cases broke the promise:\n" + "\n\n".join(failures[:5])
@@ -105,11 +95,9 @@ FINDINGS = {
     "F13 devices document deep version": lambda: [S.devmod.parse_devices(
         {"schema": "cnn-calc/devices", "version": S.deep(2000), "devices": [], "interconnects": []})],
 }
-OPEN: set[str] = set()
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=False, reason="open in core/"))
-                                  if n in OPEN else n for n in FINDINGS])
+@pytest.mark.parametrize("name", list(FINDINGS))
 def test_finding_is_fixed(name):
     S.check(S.Case("regression", FINDINGS[name], name))
 
@@ -148,7 +136,7 @@ def test_a_planted_exception_is_caught(monkeypatch, fresh_cache):
               suppress_health_check=list(HealthCheck))
     @given(S.cases("network"))
     def prop(case):
-        S.check(case, known=known)
+        S.check(case)
 
     with pytest.raises(AssertionError, match="ZeroDivisionError"):
         prop()
