@@ -8,12 +8,11 @@ never unpickled, evaluated or executed.
 from __future__ import annotations
 
 import datetime
-import json
 from pathlib import Path
 
 import pandas as pd
 
-from core.devices import KINDS, PRECISION_KEYS, DeviceDB, parse_devices, save_user_devices
+from core.devices import KINDS, PRECISION_KEYS, DeviceDB, parse_devices, read_devices_document, save_user_devices
 from core.errors import DeviceError
 from core.roofline import ridge
 from ui.charts import roofline_frame
@@ -228,17 +227,9 @@ def parse_import(raw: bytes, name: str = "upload", builtin_ids=()) -> tuple[Devi
     if len(raw) > MAX_IMPORT_BYTES:
         return None, [], f"{name}: {len(raw):,} bytes is over the {MAX_IMPORT_BYTES // 2 ** 20} MB limit"
     try:
-        text = bytes(raw).decode("utf-8-sig", errors="strict")
-    except UnicodeDecodeError as e:
-        return None, [], f"{name}: not UTF-8 text (byte {e.start})"
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        return None, [], f"{name}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})"
-    except RecursionError:
-        return None, [], f"{name}: nested too deeply to be a device file"
-    except ValueError as e:                     # e.g. an integer with more digits than Python converts
-        return None, [], f"{name}: not valid JSON ({_short(str(e))})"
+        data = read_devices_document(raw, where=name)     # decoded and parsed as core reads a devices file
+    except DeviceError as e:
+        return None, [], _short(str(e))
     if isinstance(data, dict):
         count = sum(len(v) for k in ("devices", "interconnects") if isinstance(v := data.get(k), list))
         if count > MAX_IMPORT_ENTRIES:
