@@ -1,0 +1,369 @@
+"""Rebuild gpu_timings.csv from local git snapshots of the public sources.
+
+Every number in gpu_timings.csv is read here from a file of one of the
+repositories below at the commit named in SOURCES; nothing is typed in by
+hand.  The snapshots are not part of this repository: point MIRROR at a folder
+holding bare clones named ``owner+name/repo/.git`` (or ``owner+name/repo`` for a
+bare repository).  See README.md in this folder for what each source measured.
+
+    python benchmarks/data/build_gpu_timings.py  [--mirror DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import os
+import re
+import statistics
+import subprocess
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "gpu_timings.csv"
+
+COLUMNS = [
+    "network", "torchvision_match", "gpu", "generation", "batch", "precision",
+    "pass", "framework", "measured_ms", "original_value", "original_unit",
+    "source_id", "source", "note",
+]
+
+SOURCES = {
+    "jcjohnson-cnn-benchmarks": (
+        "jcjohnson/cnn-benchmarks", "83d441f852134f4a98aa3e665499d9369b6141c9"),
+    "ryujaehun-pytorch-gpu-benchmark": (
+        "ryujaehun/pytorch-gpu-benchmark", "3f47a9e2a43ca751ffade0add700b54b00e44bf0"),
+    "u39kun-deep-learning-benchmark": (
+        "u39kun/deep-learning-benchmark", "9dc3e36e6f97e0edf270a813f350fca1fb0e014e"),
+    "nvidia-deeplearningexamples": (
+        "NVIDIA/DeepLearningExamples", "729963dd47e7c8bd462ad10bfac7a7b0b604e6dd"),
+}
+
+GENERATION = {
+    "titan-x-maxwell": "maxwell", "gtx-1080": "pascal", "gtx-1080-ti": "pascal",
+    "titan-x-pascal": "pascal", "titan-xp": "pascal", "titan-v": "volta",
+    "v100-sxm2": "volta", "rtx-2080-ti": "turing", "t4": "turing",
+    "a100-40gb-sxm": "ampere", "a100-80gb-sxm": "ampere",
+}
+
+
+def _git_dir(mirror: Path, repo: str) -> Path:
+    base = mirror / repo.replace("/", "+") / "repo"
+    return base / ".git" if (base / ".git").exists() else base
+
+
+def show(mirror: Path, sid: str, path: str) -> str:
+    repo, commit = SOURCES[sid]
+    return subprocess.run(
+        ["git", "--git-dir", str(_git_dir(mirror, repo)), "show", f"{commit}:{path}"],
+        check=True, capture_output=True, text=True).stdout
+
+
+def where(sid: str, path: str, table: str) -> str:
+    repo, commit = SOURCES[sid]
+    return f"https://github.com/{repo}/blob/{commit}/{path} :: {table}"
+
+
+def md_tables(text: str):
+    """Yield (heading trail, header cells, rows of cells) for each markdown table."""
+    heads: list[str] = []
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        m = re.match(r"^(#+)\s+(.*)$", line)
+        if m:
+            level = len(m.group(1))
+            heads = heads[: level - 1] + [""] * max(0, level - 1 - len(heads)) + [m.group(2).strip()]
+        if line.startswith("|") and i + 1 < len(lines) and re.match(r"^\|[\s:|-]+\|?\s*$", lines[i + 1]):
+            header = [c.strip() for c in line.strip().strip("|").split("|")]
+            rows = []
+            j = i + 2
+            while j < len(lines) and lines[j].startswith("|"):
+                rows.append([c.strip() for c in lines[j].strip().strip("|").split("|")])
+                j += 1
+            yield [h for h in heads if h], header, rows
+            i = j
+            continue
+        i += 1
+
+
+def num(cell: str) -> float:
+    m = re.search(r"[-+]?\d+(?:\.\d*)?", cell.replace(",", ""))
+    if not m:
+        raise ValueError(cell)
+    return float(m.group(0))
+
+
+def row(**kw) -> dict:
+    r = {c: "" for c in COLUMNS}
+    r.update(kw)
+    r["generation"] = GENERATION[r["gpu"]]
+    return r
+
+
+# --------------------------------------------------------------------------- jcjohnson
+JCJ_GPU = {"GTX 1080 Ti": "gtx-1080-ti", "Pascal Titan X": "titan-x-pascal",
+           "GTX 1080": "gtx-1080", "Maxwell Titan X": "titan-x-maxwell"}
+JCJ_NET = {
+    "AlexNet": ("alexnet", "close: BVLC Caffe AlexNet (conv channels 96-256-384-384-256, "
+                "2-group conv2/4/5, LRN) not torchvision's single-tower 64-192-384-256-256 variant"),
+    "Inception-V1": ("googlenet", "close: soumith/inception.torch Inception-V1 (Torch7), not "
+                     "torchvision's googlenet (which adds BatchNorm); layer sizes may differ"),
+    "VGG-16": ("vgg16", "exact"),
+    "VGG-19": ("vgg19", "exact"),
+    "ResNet-18": ("resnet18", "exact"), "ResNet-34": ("resnet34", "exact"),
+    "ResNet-50": ("resnet50", "close: fb.resnet.torch model (Torch7); stride-2 on the 3x3 conv "
+                  "like torchvision (v1.5 layout)"),
+    "ResNet-101": ("resnet101", "close: fb.resnet.torch model (Torch7); stride-2 on the 3x3 conv "
+                   "like torchvision (v1.5 layout)"),
+    "ResNet-152": ("resnet152", "close: fb.resnet.torch model (Torch7); stride-2 on the 3x3 conv "
+                   "like torchvision (v1.5 layout)"),
+    "ResNet-200": ("resnet200", "none: pre-activation ResNet-200 (He et al. ECCV 2016) from "
+                   "fb.resnet.torch; not in torchvision"),
+}
+
+
+def jcjohnson(mirror: Path) -> list[dict]:
+    sid = "jcjohnson-cnn-benchmarks"
+    out = []
+    text = show(mirror, sid, "README.md")
+    for heads, header, rows in md_tables(text):
+        if header[:2] != ["GPU", "cuDNN"] or not heads:
+            continue
+        net = heads[-1]
+        name, match = JCJ_NET[net]
+        for cells in rows:
+            gpu, cudnn = cells[0], cells[1]
+            if gpu not in JCJ_GPU or cudnn == "None":
+                continue  # CPU rows and torch/nn (no cuDNN) rows are left out
+            for col, pas in ((2, "forward"), (3, "backward"), (4, "forward_backward")):
+                v = num(cells[col])
+                out.append(row(
+                    network=name, torchvision_match=match, gpu=JCJ_GPU[gpu], batch=16,
+                    precision="fp32", **{"pass": pas},
+                    framework=f"Torch7 (Lua) + cuDNN {cudnn}, CUDA 8.0",
+                    measured_ms=v, original_value=v, original_unit="ms",
+                    source_id=sid,
+                    source=where(sid, "README.md", f"## {net}: {header[col]}, row '{gpu} | {cudnn}'"),
+                    note=("input 16x3x224x224; forward_backward is the source's 'Total' "
+                          "(= forward + backward); no optimizer step, no data loading"),
+                ))
+    return out
+
+
+# --------------------------------------------------------------------------- ryujaehun
+RYU_RUNS = [
+    # gpu id, folder, file stem, precision words, train word, framework, note
+    ("gtx-1080-ti", "results/1080TI", "GeForce GTX 1080 Ti_{p}_model_{m}_benchmark.csv",
+     {"single": "fp32", "half": "fp16"}, "training",
+     "PyTorch (2018 script, commit b128c28; version not recorded)",
+     "old script: input already on the GPU, 20 timed iterations after 5 warm-up"),
+    ("titan-v", "results/TitanV", "TITAN V_{p}_model_{m}_benchmark.csv",
+     {"single": "fp32", "half": "fp16"}, "training",
+     "PyTorch (2018 script, commit b128c28; version not recorded)",
+     "old script: input already on the GPU, 20 timed iterations after 5 warm-up"),
+    ("rtx-2080-ti", "new_results", "GeForce RTX 2080 Ti_1_gpus__{p}_model_{m}_benchmark.csv",
+     {"float": "fp32", "half": "fp16"}, "train",
+     "PyTorch 1.4, CUDA 10.0, cuDNN 7.6.0",
+     "timed region includes the host-to-device copy of the 12x3x224x224 input; 50 timed after 5 warm-up"),
+    ("titan-xp", "results/TITANXP", "TITAN Xp_1_gpus__{p}_model_{m}_benchmark.csv",
+     {"float": "fp32", "half": "fp16"}, "train",
+     "PyTorch (version not recorded), CUDA 10.2, cuDNN 7.6.5",
+     "timed region includes the host-to-device copy of the 12x3x224x224 input; 50 timed after 5 warm-up"),
+    ("a100-40gb-sxm", "results/dgx-a100", "A100-SXM4-40GB_1_gpus__{p}_model_{m}_benchmark.csv",
+     {"float": "tf32", "half": "fp16"}, "train",
+     "PyTorch (NGC container nvcr.io/nvidia/pytorch:20.10-py3), CUDA 11.1, cuDNN 8.0.4",
+     "timed region includes the host-to-device copy of the 12x3x224x224 input; 50 timed after 5 warm-up"),
+]
+
+
+def ryujaehun(mirror: Path) -> list[dict]:
+    sid = "ryujaehun-pytorch-gpu-benchmark"
+    out = []
+    for gpu, folder, stem, precs, trainword, fw, note in RYU_RUNS:
+        for pword, prec in precs.items():
+            for mword, pas in ((trainword, "forward_backward"), ("inference", "inference")):
+                path = f"{folder}/{stem.format(p=pword, m=mword)}"
+                table = list(csv.reader(io.StringIO(show(mirror, sid, path))))
+                header, data = table[0], [r for r in table[1:] if r]
+                for k, net in enumerate(header):
+                    vals = [float(r[k]) for r in data]
+                    mean = statistics.fmean(vals)
+                    extra = ""
+                    if prec == "tf32":
+                        extra = ("; 'float' model: PyTorch >= 1.7 (this NGC container) runs cuDNN "
+                                 "convolutions in TF32 by default on Ampere, so precision is tf32")
+                    if prec == "fp16":
+                        extra = "; 'half' = model.half(): pure fp16 weights and activations, not AMP"
+                    out.append(row(
+                        network=net, torchvision_match="exact", gpu=gpu, batch=12,
+                        precision=prec, **{"pass": pas}, framework=fw,
+                        measured_ms=round(mean, 4), original_value=round(mean, 4),
+                        original_unit=f"ms (mean of the {len(vals)} per-iteration values in the CSV column)",
+                        source_id=sid, source=where(sid, path, f"column '{net}'"),
+                        note=("torchvision model, 224x224 random input, cudnn.benchmark=True; "
+                              + ("forward_backward = zero_grad + forward + CrossEntropy + backward, "
+                                 "no optimizer step; " if pas == "forward_backward" else
+                                 "eval() under no_grad; ")
+                              + note + extra),
+                    ))
+    return out
+
+
+# --------------------------------------------------------------------------- u39kun
+U39_GPU = {"Titan V": "titan-v", "1080 Ti": "gtx-1080-ti", "2080 Ti": "rtx-2080-ti",
+           "V100": "v100-sxm2"}
+
+
+def u39kun(mirror: Path) -> list[dict]:
+    sid = "u39kun-deep-learning-benchmark"
+    out = []
+    text = show(mirror, sid, "README.md")
+    for heads, header, rows in md_tables(text):
+        if len(heads) < 2 or not heads[-2].startswith("PyTorch") or header[0] != "Model":
+            continue
+        fw_head, prec_head = heads[-2], heads[-1]
+        prec = {"32-bit": "fp32", "16-bit": "fp16"}[prec_head]
+        for cells in rows:
+            label = cells[0]
+            gpu_key = next((g for g in U39_GPU if label.startswith(g)), None)
+            if gpu_key is None:
+                continue
+            m = re.search(r"\((.*)\)", label)
+            env = m.group(1) if m else "CUDA 9.0.176, cuDNN 7.0.0.5 (README default)"
+            fw = f"{fw_head} ({env})"
+            for col in range(1, len(header)):
+                if not cells[col]:
+                    continue
+                net, mode = header[col].split()
+                pas = "inference" if mode == "eval" else "forward_backward"
+                note = ("torchvision model, batch 16, 224x224, cudnn.benchmark=True, mean of 20 "
+                        "iterations after 20 warm-up, input already on the GPU; ")
+                note += ("forward only, model.eval()" if pas == "inference" else
+                         "zero_grad + forward + out.sum() + backward (input requires grad), "
+                         "no optimizer step")
+                if prec == "fp16":
+                    note += "; 16-bit = model.half(): pure fp16, not AMP"
+                if gpu_key == "V100":
+                    note += "; V100 on an Amazon p3 instance (p3 V100s are SXM2 16 GB)"
+                out.append(row(
+                    network=net, torchvision_match="exact", gpu=U39_GPU[gpu_key], batch=16,
+                    precision=prec, **{"pass": pas}, framework=fw,
+                    measured_ms=num(cells[col]), original_value=num(cells[col]), original_unit="ms",
+                    source_id=sid,
+                    source=where(sid, "README.md",
+                                 f"## {fw_head} / ### {prec_head}: row '{label}', column '{header[col]}'"),
+                    note=note,
+                ))
+    return out
+
+
+# --------------------------------------------------------------------------- NVIDIA DLE
+DLE_DIR = "PyTorch/Classification/ConvNets"
+DLE_NET = {
+    "resnet50v1.5": ("resnet50", "close: NVIDIA ResNet50 v1.5 = torchvision resnet50 layout (stride on "
+                     "the 3x3 conv); AMP runs use NHWC memory format"),
+    "resnext101-32x4d": ("resnext101_32x4d", "none: torchvision has resnext101_32x8d and "
+                         "resnext101_64x4d, not 32x4d"),
+    "efficientnet": (None, None),
+}
+DLE_GPU = {"DGX A100 (8x A100 80GB)": "a100-80gb-sxm", "DGX-1 16GB (8x V100 16GB)": "v100-sxm2",
+           "DGX-1 32GB (8x V100 32GB)": "v100-sxm2", "DGX-1 (1x V100 16GB)": "v100-sxm2",
+           "T4": "t4", "A100 (1x A100 80GB)": "a100-80gb-sxm", "V100 (1x V100 16GB)": "v100-sxm2"}
+# per-GPU batch of the training benchmark: configs.yml (same values at README commit 7bdfc81)
+DLE_TRAIN_BATCH = {
+    ("resnet50", "a100-80gb-sxm", "tf32"): 256, ("resnet50", "a100-80gb-sxm", "mixed"): 256,
+    ("resnet50", "v100-sxm2", "fp32"): 112, ("resnet50", "v100-sxm2", "mixed"): 256,
+    ("resnext101_32x4d", "a100-80gb-sxm", "tf32"): 128,
+    ("resnext101_32x4d", "a100-80gb-sxm", "mixed"): 128,
+    ("resnext101_32x4d", "v100-sxm2", "fp32"): 64, ("resnext101_32x4d", "v100-sxm2", "mixed"): 128,
+}
+DLE_FW = "PyTorch, NGC container pytorch:21.03 (native AMP for mixed)"
+
+
+def _dle_gpu(title: str) -> str:
+    for k, v in DLE_GPU.items():
+        if title.endswith(k):
+            return v
+    raise KeyError(title)
+
+
+def nvidia_dle(mirror: Path) -> list[dict]:
+    sid = "nvidia-deeplearningexamples"
+    out = []
+    for model in ("resnet50v1.5", "resnext101-32x4d", "efficientnet"):
+        path = f"{DLE_DIR}/{model}/README.md"
+        text = show(mirror, sid, path)
+        for heads, header, rows in md_tables(text):
+            title = heads[-1]
+            if "Training performance:" in title and header[0] == "**GPUs**":
+                gpu = _dle_gpu(title)
+                mem = "32GB" if "32GB" in title else ""
+                for cells in rows:
+                    if cells[0] != "1":
+                        continue  # single-GPU rows only
+                    for col, prec in ((1, None), (2, "mixed")):
+                        if prec is None:
+                            prec = "tf32" if "TF32" in header[col] else "fp32"
+                        net, match = DLE_NET[model]
+                        batch = DLE_TRAIN_BATCH[(net, gpu, prec)]
+                        ips = num(cells[col])
+                        out.append(row(
+                            network=net, torchvision_match=match, gpu=gpu, batch=batch,
+                            precision=prec, **{"pass": "training_step"}, framework=DLE_FW,
+                            measured_ms=round(batch / ips * 1000, 3), original_value=ips,
+                            original_unit="images/s", source_id=sid,
+                            source=where(sid, path, f"{title}: row GPUs=1, column '{header[col]}'")
+                                   + f"; batch from {DLE_DIR}/configs.yml",
+                            note=("training throughput of the full step (forward, backward, SGD "
+                                  "momentum, DALI data pipeline from ImageNet); ms = batch / "
+                                  "images/s x 1000" + (f"; V100 {mem} board" if mem else "")),
+                        ))
+            elif "Inference Latency" in title and "**Batch Size**" in header:
+                gpu = _dle_gpu(heads[-2])
+                prec = "mixed" if title.startswith("Mixed") else (
+                    "tf32" if title.startswith("TF32") else "fp32")
+                has_model = header[0] == "**Model**"
+                bi = header.index("**Batch Size**")
+                ti = header.index("**Throughput Avg**")
+                li = header.index("**Latency Avg**")
+                for cells in rows:
+                    if has_model:
+                        if cells[0] != "efficientnet-b0":
+                            continue
+                        net, match = "efficientnet_b0", (
+                            "close: NVIDIA efficientnet-b0 (DeepLearningExamples), same "
+                            "B0 scaling as torchvision efficientnet_b0; implementation differs")
+                    else:
+                        net, match = DLE_NET[model]
+                    out.append(row(
+                        network=net, torchvision_match=match, gpu=gpu, batch=int(num(cells[bi])),
+                        precision=prec, **{"pass": "inference"}, framework=DLE_FW,
+                        measured_ms=num(cells[li]), original_value=num(cells[li]),
+                        original_unit="ms", source_id=sid,
+                        source=where(sid, path, f"{heads[-2]} / {title}: row batch={cells[bi]}, "
+                                                "column 'Latency Avg'"),
+                        note=(f"average latency of one batch; the same row gives throughput "
+                              f"{cells[ti]}; NVIDIA's inference benchmark (may include "
+                              "host-side data pipeline time; at small batch latency is overhead-bound)"),
+                    ))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--mirror", default=os.environ.get("MIRROR", "/work/.mirror"))
+    args = ap.parse_args()
+    mirror = Path(args.mirror)
+    rows = jcjohnson(mirror) + ryujaehun(mirror) + u39kun(mirror) + nvidia_dle(mirror)
+    with OUT.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+    print(f"{len(rows)} rows -> {OUT}")
+
+
+if __name__ == "__main__":
+    main()
