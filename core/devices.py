@@ -111,6 +111,23 @@ _PEAK = {"minimum": PEAK_RANGE[0], "maximum": PEAK_RANGE[1]}
 _BANDWIDTH = {"minimum": BANDWIDTH_RANGE[0], "maximum": BANDWIDTH_RANGE[1]}
 _PEAKS = _each(PRECISION_KEYS, {"type": "number", **_PEAK})
 
+# GPU generations a device's ``architecture`` names (the GPU time model fits its parameters per generation), oldest
+# first per vendor; "fixed-function": a GPU before programmable shaders (GeForce 256).
+ARCHITECTURES = ("fixed-function", "tesla", "fermi", "kepler", "maxwell", "pascal", "volta", "turing", "ampere", "ada",
+                 "hopper", "blackwell", "gcn", "rdna", "rdna2", "rdna3", "cdna", "cdna2", "cdna3")
+# FP32 lanes (CUDA cores, AMD stream processors) per SM / compute unit, each generation's published values: fp32
+# peak = 2 (FMA) x lanes x SMs x boost clock. Two values where the generation's data-centre chip differs from its
+# graphics chips. Sources: NVIDIA Kepler GK110/GK210 whitepaper (192); GeForce GTX 980 (GM204) whitepaper (128);
+# Tesla P100 (GP100) whitepaper (64) and GeForce GTX 1080 (GP104) whitepaper (128); Volta V100 whitepaper (64);
+# Turing architecture whitepaper (64); A100 (GA100) whitepaper (64) and GA102 whitepaper (128); Ada architecture
+# whitepaper (128); H100 (Hopper) whitepaper (128); AMD CDNA 2 whitepaper (64 per CU); AMD CDNA 3 whitepaper (128
+# per CU, as AMD counts its fp32 vector peak: dual-issue); AMD RX 6800 product page (RDNA 2: 64 per CU).
+FP32_LANES_PER_SM = {"kepler": (192,), "maxwell": (128,), "pascal": (64, 128), "volta": (64,), "turing": (64,),
+                     "ampere": (64, 128), "ada": (128,), "hopper": (128,), "rdna2": (64,), "cdna2": (64,),
+                     "cdna3": (128,)}
+CLOCK_RANGE = (1e6, 1e11)           # Hz: 1 MHz to 100 GHz
+SM_MAX = 100_000                    # SMs / compute units on one GPU
+
 DEVICE_FIELDS: tuple[FieldSpec, ...] = (
     _ID, _NAME,
     FieldSpec("vendor", str, "who makes it", required=True, rule={"minLength": 1}),
@@ -125,6 +142,17 @@ DEVICE_FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec("sparse_flops", dict, "peak per precision with structured sparsity, FLOP/s", rule=_PEAKS, default={}),
     FieldSpec("gpus_per_board", int, "GPUs on one board (a K80 board holds two)", rule={"minimum": 1, "maximum": 1024},
               default=1),
+    FieldSpec("architecture", str, "GPU generation (the GPU time model fits per generation): "
+              + ", ".join(ARCHITECTURES), rule={"enum": list(ARCHITECTURES)}, default=None),
+    FieldSpec("sm_count", int, "streaming multiprocessors (NVIDIA) or compute units (AMD) per GPU",
+              rule={"minimum": 1, "maximum": SM_MAX}, default=None),
+    FieldSpec("boost_clock", float, "the boost clock the peaks are stated at, Hz",
+              rule={"minimum": CLOCK_RANGE[0], "maximum": CLOCK_RANGE[1]}, default=None),
+    FieldSpec("l2_bytes", int, "last-level on-chip cache of one GPU (L2), bytes",
+              rule={"minimum": 1, "maximum": 2 ** 40}, default=None),
+    FieldSpec("sources", dict, "field (\"sm_count\", \"peak_flops.fp16\", \"l2_bytes\") → its source, where it is not "
+              "the entry's source", rule={"propertyNames": {"pattern": "^[a-z0-9_]+(\\.[a-z0-9_]+)?$"},
+                                          "additionalProperties": {"type": "string", "minLength": 1}}, default={}),
     FieldSpec("compute_notes", dict, "precision → a note on its peak",
               rule={"additionalProperties": {"type": "string"}}, default={}),
     FieldSpec("efficiency", dict, "class of work → fraction of the peak it reaches (calibrated devices)",

@@ -49,6 +49,8 @@ LOCAL = Device(
 # Every field away from its default: a field added to DEVICE_FIELDS fails test_full_covers_every_field until it is
 # here, and then the round trips below check that the form carries it.
 FULL = dataclasses.replace(LOCAL, id="full", kind="GPU", sparse_flops={"fp16": 1.1e14}, gpus_per_board=2,
+                           architecture="ampere", sm_count=108, boost_clock=1.41e9, l2_bytes=40 * 2 ** 20,
+                           sources={"sm_count": "https://example.org/whitepaper"},
                            note="every field set")
 
 
