@@ -38,13 +38,18 @@ SOURCES = {
         "u39kun/deep-learning-benchmark", "9dc3e36e6f97e0edf270a813f350fca1fb0e014e"),
     "nvidia-deeplearningexamples": (
         "NVIDIA/DeepLearningExamples", "729963dd47e7c8bd462ad10bfac7a7b0b604e6dd"),
+    "lambdal-deeplearning-benchmark": (
+        "lambdal/deeplearning-benchmark", "aa5addb6a53675a649a80036dad548f1c27cbcc4"),
 }
 
 GENERATION = {
     "titan-x-maxwell": "maxwell", "gtx-1080": "pascal", "gtx-1080-ti": "pascal",
     "titan-x-pascal": "pascal", "titan-xp": "pascal", "titan-v": "volta",
     "v100-sxm2": "volta", "rtx-2080-ti": "turing", "t4": "turing",
-    "a100-40gb-sxm": "ampere", "a100-80gb-sxm": "ampere",
+    "a100-40gb-sxm": "ampere", "a100-80gb-sxm": "ampere", "quadro-rtx-8000": "turing",
+    "rtx-3090": "ampere", "a10": "ampere", "a100-40gb-pcie": "ampere",
+    "a100-80gb-pcie": "ampere", "rtx-a6000": "ampere", "rtx-4090": "ada",
+    "h100-pcie": "hopper", "h100-sxm": "hopper",
 }
 
 
@@ -352,12 +357,65 @@ def nvidia_dle(mirror: Path) -> list[dict]:
     return out
 
 
+# --------------------------------------------------------------------------- Lambda
+# 1-GPU rows of Lambda's summary CSVs; one row per GPU model (the duplicate H100
+# SXM5 rows from other server vendors and the LambdaCloud H100 PCIe rerun are
+# left out, as are GPUs without an agreed id: RTX 6000 Ada, and the LambdaCloud
+# V100 16GB whose form factor (SXM2 or PCIe) the CSV does not say).
+LAMBDA_GPU = {
+    "Quadro RTX 8000": "quadro-rtx-8000", "RTX 3090": "rtx-3090", "LambdaCloud A10": "a10",
+    "LambdaCloud A100 40GB PCIe": "a100-40gb-pcie", "A100 80GB PCIe": "a100-80gb-pcie",
+    "A100 80GB SXM4": "a100-80gb-sxm", "RTX A6000": "rtx-a6000", "RTX 4090": "rtx-4090",
+    "H100 80GB PCIe Gen5": "h100-pcie", "H100 80GB SXM5": "h100-sxm",
+}
+
+
+def lambdal(mirror: Path) -> list[dict]:
+    sid = "lambdal-deeplearning-benchmark"
+    out = []
+    for word in ("fp32", "fp16"):
+        tpath = f"pytorch/pytorch-train-throughput-{word}.csv"
+        bpath = f"pytorch/pytorch-train-bs-{word}.csv"
+        thr = list(csv.DictReader(io.StringIO(show(mirror, sid, tpath))))
+        bs = {r["name_gpu"]: r for r in csv.DictReader(io.StringIO(show(mirror, sid, bpath)))}
+        for r in thr:
+            name = r["name_gpu"]
+            if name not in LAMBDA_GPU or float(r["num_gpu"]) != 1:
+                continue
+            gpu = LAMBDA_GPU[name]
+            batch = int(float(bs[name]["resnet50"]))
+            ips = float(r["resnet50"])
+            if word == "fp16":
+                prec = "mixed"
+            else:
+                prec = "fp32" if GENERATION[gpu] == "turing" else "tf32"
+            out.append(row(
+                network="resnet50", torchvision_match=DLE_NET["resnet50v1.5"][1], gpu=gpu,
+                batch=batch, precision=prec, **{"pass": "training_step"},
+                framework=("PyTorch in an NGC pytorch container (20.10 to 22.09 in Lambda's "
+                           "scripts; which one is not recorded per row), NVIDIA "
+                           "DeepLearningExamples resnet50v1.5"),
+                measured_ms=round(batch / ips * 1000, 3), original_value=ips,
+                original_unit="images/s", source_id=sid,
+                source=(where(sid, tpath, f"row '{name}', column 'resnet50'")
+                        + f"; batch from {bpath}, same row and column"),
+                note=("single-GPU training throughput of NVIDIA's ResNet-50 v1.5 script "
+                      "(forward, backward, SGD step) on synthetic data, 100 profiled iterations; "
+                      "ms = batch / images/s x 1000"
+                      + ("; the 'fp16' CSV is the --amp run (AMP)" if word == "fp16" else "")
+                      + ("; the 'fp32' run uses TF32 tensor cores by default on this GPU"
+                         if prec == "tf32" else "")),
+            ))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--mirror", default=os.environ.get("MIRROR", "/work/.mirror"))
     args = ap.parse_args()
     mirror = Path(args.mirror)
-    rows = jcjohnson(mirror) + ryujaehun(mirror) + u39kun(mirror) + nvidia_dle(mirror)
+    rows = (jcjohnson(mirror) + ryujaehun(mirror) + u39kun(mirror) + nvidia_dle(mirror)
+            + lambdal(mirror))
     with OUT.open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
         w.writeheader()
