@@ -133,3 +133,12 @@ def test_ms_rows_match_original(rows):
     for i, r in enumerate(rows):
         if r["original_unit"].startswith("ms"):
             assert float(r["measured_ms"]) == pytest.approx(float(r["original_value"])), f"row {i + 2}"
+
+
+def test_generation_matches_device_specs(rows):
+    """Where device_specs.json gives a GPU's architecture, the row's generation agrees."""
+    specs = {d["id"]: d for d in json.loads((ROOT / "device_specs.json").read_text())["devices"]}
+    for i, r in enumerate(rows):
+        arch = specs.get(r["gpu"], {}).get("architecture")
+        if arch:
+            assert r["generation"] == arch, f"row {i + 2}: {r['gpu']} is {arch}, row says {r['generation']}"
