@@ -38,9 +38,11 @@ VARIANTS = (
 )
 
 
-def _devices_file(tmp: Path) -> Path:
-    """device_specs.json with the calibrated CPU added as an ordinary device (so both checkouts read it alike)."""
-    specs = json.loads((ROOT / "device_specs.json").read_text())
+def _devices_file(tmp: Path, ref: str) -> Path:
+    """The ref's device_specs.json with the calibrated CPU added as an ordinary device, so both checkouts read the
+    same figures (the ref's schema may not know fields added since; today's reads the ref's file as it is)."""
+    specs = json.loads(subprocess.run(["git", "-C", str(ROOT), "show", f"{ref}:device_specs.json"], check=True,
+                                      capture_output=True, text=True).stdout)
     local = json.loads(CALIBRATED.read_text())["calibration"]
     specs["devices"] = [d for d in specs["devices"] if d["id"] != "local"] + [{**local, "user": False}]
     path = tmp / "devices.json"
@@ -100,7 +102,7 @@ def main() -> int:
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        devices = _devices_file(tmp)
+        devices = _devices_file(tmp, args.ref)
         wt = tmp / "before"
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(wt), args.ref], check=True)
         try:
