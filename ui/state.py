@@ -110,12 +110,9 @@ def live_allowed() -> bool:
 
 @st.cache_resource(show_spinner=False)
 def _file_devices():
-    """The database plus the user's own devices; a corrupt user file is left out (and said so), never fatal."""
-    try:
-        return load_devices()
-    except core.CalcError as e:
-        st.session_state["devices_warning"] = f"Your devices file was not loaded: {e}"
-        return load_devices(user_path=None)
+    """The database plus the user's own devices. A user file that cannot be read is left out by ``load_devices``
+    itself, never fatal: it is one line of ``problems``, which the Devices page lists."""
+    return load_devices()
 
 
 def devices() -> DeviceDB:
@@ -170,8 +167,6 @@ def sidebar() -> Selection:
         ids = list(db.devices)
         if st.session_state[DEVICE] not in ids:
             st.session_state[DEVICE] = DEFAULTS[DEVICE] if DEFAULTS[DEVICE] in ids else ids[0]
-        if st.session_state.get("devices_warning"):
-            st.warning(st.session_state["devices_warning"])
         st.selectbox("Device", ids, key=DEVICE, format_func=lambda i: db.devices[i].name)
         st.slider("PPP (platform percent of peak)", 0.05, 1.0, step=0.05, key=PPP,
                   help="The fraction of the datasheet peak the software reaches. 1.0 = peak: an optimistic bound; "
