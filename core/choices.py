@@ -5,7 +5,8 @@ these instead of spelling the options again (precisions and optimizers live with
 
 from __future__ import annotations
 
-VARIANTS = ("paleo", "roofline")                          # PALEO sums compute and memory; roofline takes their max
+VARIANTS = ("paleo", "roofline", "predicted")             # PALEO sums compute and memory; roofline takes their max;
+#                                                           predicted: the fitted GPU model (core.gpu_model)
 CONV_ALGORITHMS = ("direct", "fft", "winograd", "auto")   # auto: the fewest FLOPs among those that apply
 ALLREDUCE = ("ring", "tree", "parameter_server")          # data-parallel gradient all-reduce schemes
 SCALING_MODES = ("strong", "weak")                        # strong: global batch split; weak: per-worker batch kept

@@ -22,7 +22,7 @@ from functools import cached_property, lru_cache
 from math import ceil, isfinite, log2
 from typing import Any, Callable
 
-from . import cpu_heap
+from . import cpu_heap, gpu_model
 from .choices import ALLREDUCE, CONV_ALGORITHMS, DEFAULT_DTYPE, DEFAULT_OPTIMIZER, SCALING_MODES, VARIANTS
 from .devices import Device, DeviceDB, Interconnect, load_devices
 from .errors import CalcError, DeviceError, NetworkError
@@ -163,6 +163,8 @@ class Work:
     bytes: int
     fresh_bytes: int = 0
     calls: int = 0
+    tiles: int = 0               # GEMM output tiles of a conv or linear layer (the predicted variant's wave term)
+    backward: bool = False       # a backward-pass work (the predicted variant's backward efficiency)
 
 
 @dataclass(frozen=True)
@@ -219,8 +221,9 @@ def _g(x: Any) -> str:
 
 
 def combine(variant: str, compute: float, memory: float, serial: float) -> float:
-    """PALEO: read + compute + write, in sequence; roofline: compute and memory overlap perfectly."""
-    return (max(compute, memory) if variant == "roofline" else compute + memory) + serial
+    """PALEO: read + compute + write, in sequence; roofline and predicted (``core.gpu_model``): compute and memory
+    overlap perfectly."""
+    return (max(compute, memory) if variant in ("roofline", "predicted") else compute + memory) + serial
 
 
 @dataclass(frozen=True)
@@ -357,7 +360,16 @@ class Estimate:
             if isinstance(lat, bool) or not isinstance(lat, (int, float)) or not 0 <= lat <= MAX_LATENCY:
                 raise DeviceError(f"must be a number of seconds from 0 to {MAX_LATENCY:g}", node=link.id,
                                   field="latency", value=lat)
-        self.terms = tuple(t for t in TERMS if t.applies(device))
+        self.model_params: dict | None = None
+        if self.variant == "predicted":       # core.gpu_model: fitted per architecture generation
+            if self.conv_algorithm != "direct":
+                raise CalcError("the predicted variant picks the convolution algorithm itself (Winograd for 3×3 "
+                                "stride-1 convolutions in fp32); leave conv_algorithm at direct",
+                                field="conv_algorithm", value=self.conv_algorithm)
+            self.model_params = gpu_model.generation_params(device)
+            self.terms = gpu_model.terms()
+        else:
+            self.terms = tuple(t for t in TERMS if t.applies(device))
         self.work = network_work(report.compiled, self.fused)
 
     # -- one path: work → terms → combine -----------------------------------------------------------------------
@@ -415,6 +427,9 @@ class Estimate:
     def _flops(self, lw: LayerWork, per_sample: int) -> float:
         """FLOPs at this batch with the chosen conv algorithm (backward convs change by the forward's factor)."""
         n, info = self.report.batch_size, lw.node
+        if self.variant == "predicted" and info.cost.flops and gpu_model.uses_winograd(info, self.precision.compute):
+            per, per_batch = info.rule.algorithms(info.ctx, "winograd")
+            return per_sample * n * (per * n + per_batch) / (info.cost.flops * n)
         if self.conv_algorithm == "direct" or info.rule.algorithms is None or not info.cost.flops:
             return per_sample * n
         _, alg = _conv_choice(info, self.conv_algorithm, n)
@@ -431,16 +446,26 @@ class Estimate:
         return cpu_heap.fresh_bytes(self.report.compiled, self.report.batch_size, p.activation, p.weight,
                                     int(self.device.alloc_threshold))
 
+    def _algorithm(self, info: NodeInfo) -> str:
+        if self.variant == "predicted":
+            return "winograd" if gpu_model.uses_winograd(info, self.precision.compute) else "direct"
+        return _conv_choice(info, self.conv_algorithm, self.report.batch_size)[0]
+
     def _layer_works(self, which: str) -> list[Work]:
         fresh = self.fresh_bytes if which == "forward" else (0,) * len(self.work.layers)
-        return [self._at_batch(getattr(lw, which), lw.work_class, self._flops(lw, getattr(lw, which).flops), f)
-                for lw, f in zip(self.work.layers, fresh)]
+        works = [self._at_batch(getattr(lw, which), lw.work_class, self._flops(lw, getattr(lw, which).flops), f)
+                 for lw, f in zip(self.work.layers, fresh)]
+        if self.variant == "predicted":
+            n = self.report.batch_size
+            works = [replace(w, tiles=gpu_model.layer_tiles(lw.node, n), backward=which == "backward")
+                     for lw, w in zip(self.work.layers, works)]
+        return works
 
     def _pass(self, which: str) -> PassTime:
         """A pass's total. PALEO adds its terms, so layers whose class of work the device gives the same figures
         (efficiency, per-call overhead) can be timed as one work: the same sum, a few divisions instead of one per
         layer. The roofline variant takes a max per layer."""
-        if self.variant == "roofline":
+        if self.variant in ("roofline", "predicted"):       # a max per layer
             works = self._layer_works(which)
         else:
             dev, n = self.device, self.report.batch_size
@@ -484,7 +509,9 @@ class Estimate:
         trainable = self.report.compiled.trainable
         nbytes = trainable * (opt.weight_accesses * (p.master or p.weight) + opt.grad_accesses * p.grad
                               + (opt.state_accesses * p.state if opt.states else 0))
-        return self.time(Work(None, opt.update_flops * trainable, nbytes))
+        # the predicted variant: one kernel call per layer that holds trainable parameters (eager per-parameter loop)
+        calls = sum(1 for lw in self.work.layers if lw.node.params.trainable) if self.variant == "predicted" else 0
+        return self.time(Work(None, opt.update_flops * trainable, nbytes, calls=calls))
 
     @cached_property
     def communication_s(self) -> float:
@@ -504,10 +531,9 @@ class Estimate:
 
     @cached_property
     def layer_times(self) -> tuple[LayerTime, ...]:
-        n = self.report.batch_size
         fwd, bwd = self._layer_works("forward"), self._layer_works("backward")
         return tuple(LayerTime(lw.node.name, lw.node.op, lw.work_class,
-                               _conv_choice(lw.node, self.conv_algorithm, n)[0] if lw.node.rule.algorithms else None,
+                               self._algorithm(lw.node) if lw.node.rule.algorithms else None,
                                self.time(f), self.time(b))
                      for lw, f, b in zip(self.work.layers, fwd, bwd))
 

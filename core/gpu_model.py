@@ -1,0 +1,141 @@
+"""A GPU time model that predicts (issue 13, item 1; opt-in as the estimate variant "predicted").
+
+Per layer and pass, on the estimator's one path (``core.paleo``: work → terms → ``combine``):
+    compute  = FLOPs / (peak at the precision × efficiency[class of work] × tensor-core factor × backward factor
+                        × wave efficiency)
+    memory   = bytes / (bandwidth × memory efficiency)
+    overhead = kernel calls × per-call overhead (eager PyTorch)
+    time     = max(compute, memory) + overhead
+Every factor but the wave efficiency is a named parameter, fitted per GPU architecture generation
+(``core/gpu_params.json``, written by ``benchmarks/fit_gpu_model.py`` from ``benchmarks/data/gpu_timings.csv``).
+
+* Wave efficiency: a conv or linear layer runs as an implicit GEMM (M = N·H_out·W_out rows, C_out columns per
+  group) cut into ``TILE``×``TILE`` output tiles, one per SM at a time; ⌈tiles / SMs⌉ waves, the last one partly
+  idle: efficiency = tiles / (waves · SMs). Only where the device states ``sm_count``; 1 elsewhere.
+* Winograd: in fp32 (no tensor cores) a 3×3, stride-1, groups-1 convolution is counted at its Winograd FLOPs (the
+  conv2d rule's ``algorithms``), as cuDNN picks it; tensor-core precisions run it as an implicit GEMM.
+* The optimizer step: per-parameter work at the same terms, one kernel call per layer that holds trainable
+  parameters (PyTorch's eager per-parameter loop).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from math import ceil
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .errors import CalcError
+
+if TYPE_CHECKING:      # core.paleo imports this module; the types are for reading only
+    from .devices import Device
+    from .paleo import Estimate, Work
+
+PARAMS_FILE = Path(__file__).resolve().parent / "gpu_params.json"
+TILE = 128                    # output tile edge of a GEMM kernel (rows and columns): a fixed assumption, not fitted
+# the named parameters of one generation: (name, what it is, lower bound, upper bound) — the fit keeps them in range
+PARAMETERS = (
+    ("conv", "share of the peak a dense convolution reaches (after wave quantisation)", 0.02, 1.0),
+    ("grouped_conv", "share of the peak a grouped or depthwise convolution reaches", 0.002, 1.0),
+    ("linear", "share of the peak a fully connected layer reaches", 0.02, 1.0),
+    ("tensor_tf32", "extra factor on the tf32 tensor-core peak (realistic ceiling)", 0.05, 1.0),
+    ("tensor_fp16", "extra factor on the fp16/bf16 tensor-core peak (fp16, bf16 and mixed)", 0.02, 1.0),
+    ("memory", "share of the datasheet bandwidth reached", 0.1, 1.0),
+    ("overhead_s", "seconds per kernel call (launch + eager PyTorch dispatch)", 1e-6, 2e-3),
+    ("backward", "factor on the compute efficiency in the backward pass", 0.2, 2.0),
+)
+PARAM_NAMES = tuple(p[0] for p in PARAMETERS)
+COMPUTE_CLASSES = ("conv", "grouped_conv", "linear")     # other classes of work: compute at the peak (memory-bound)
+TENSOR_FACTOR = {"tf32": "tensor_tf32", "fp16": "tensor_fp16", "bf16": "tensor_fp16"}
+
+
+@lru_cache(maxsize=1)
+def load_params() -> dict:
+    """The fitted file: {"fitted": date, "data": …, "generations": {architecture: {parameter: value}}, …}."""
+    return json.loads(PARAMS_FILE.read_text(encoding="utf-8"))
+
+
+def generation_params(device: "Device") -> dict:
+    """The fitted parameters of the device's architecture generation; a CalcError naming what is missing."""
+    arch = getattr(device, "architecture", None)
+    gens = load_params()["generations"]
+    if not arch:
+        raise CalcError(f"the predicted GPU model needs the device's architecture generation; {device.name} has "
+                        f"none (fitted: {', '.join(gens)})", node=device.id, field="architecture", value=None)
+    if arch not in gens:
+        raise CalcError(f"the predicted GPU model has no fitted parameters for the {arch} generation (fitted: "
+                        f"{', '.join(gens)}); use the paleo or roofline variant", node=device.id,
+                        field="architecture", value=arch)
+    return gens[arch]
+
+
+def has_params(device: "Device") -> bool:
+    return bool(getattr(device, "architecture", None)) and device.architecture in load_params()["generations"]
+
+
+def wave_efficiency(tiles: int, sm_count: int | None) -> float:
+    """tiles / (⌈tiles / SMs⌉ · SMs): the share of SM-slots busy over the waves; 1 without tiles or SM count."""
+    if not tiles or not sm_count:
+        return 1.0
+    return tiles / (ceil(tiles / sm_count) * sm_count)
+
+
+def gemm_tiles(op: str, groups: int, m: int, n: int) -> int:
+    """Output tiles of ``groups`` GEMMs of m × n (``TILE``-square tiles); 0 for ops that are not a GEMM."""
+    if op not in ("conv2d", "linear") or m <= 0 or n <= 0:
+        return 0
+    return groups * ceil(m / TILE) * ceil(n / TILE)
+
+
+def layer_tiles(node, batch: int) -> int:
+    """Tiles of a node's forward GEMM at ``batch``: conv2d M = N·H_out·W_out, N = C_out / groups per group; linear
+    M = N·(leading dims), N = out_features."""
+    out = node.out_shape
+    if node.op == "conv2d" and len(out) == 3:
+        g = int(node.attrs.get("groups", 1) or 1)
+        return gemm_tiles("conv2d", g, batch * out[1] * out[2], out[0] // g)
+    if node.op == "linear" and out:
+        lead = 1
+        for d in out[:-1]:
+            lead *= d
+        return gemm_tiles("linear", 1, batch * lead, out[-1])
+    return 0
+
+
+def efficiency(w: "Work", compute: str, p: dict, sm_count: int | None) -> float:
+    """The share of the peak a work reaches: class × tensor-core factor × backward factor × wave efficiency."""
+    eff = p[w.work_class] if w.work_class in COMPUTE_CLASSES else 1.0
+    if compute in TENSOR_FACTOR:
+        eff *= p[TENSOR_FACTOR[compute]]
+    if w.backward:
+        eff *= p["backward"]
+    return eff * wave_efficiency(w.tiles, sm_count)
+
+
+def compute_s(w: "Work", e: "Estimate") -> float:
+    if not w.flops:
+        return 0.0
+    return w.flops / (e.peak * efficiency(w, e.precision.compute, e.model_params, e.device.sm_count))
+
+
+def memory_s(w: "Work", e: "Estimate") -> float:
+    return w.bytes / (e.bandwidth * e.model_params["memory"])
+
+
+def overhead_s(w: "Work", e: "Estimate") -> float:
+    return w.calls * e.model_params["overhead_s"]
+
+
+def terms():
+    """The model's terms, on core.paleo's Term (imported here: core.paleo imports this module)."""
+    from .paleo import Term
+    return (Term("compute", "compute", compute_s, has_params),
+            Term("memory", "memory", memory_s, has_params),
+            Term("overhead", "serial", overhead_s, has_params))
+
+
+def uses_winograd(node, compute: str) -> bool:
+    """cuDNN's choice as modelled: Winograd for a 3×3 stride-1 groups-1 conv in fp32 (no tensor cores)."""
+    return compute == "fp32" and node.rule.algorithms is not None and \
+        node.rule.algorithms(node.ctx, "winograd") is not None

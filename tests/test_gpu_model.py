@@ -1,0 +1,114 @@
+"""The GPU time model (core/gpu_model.py, estimate variant "predicted"): its terms by hand arithmetic on a toy GPU,
+wave quantisation, the fitted parameter file, and the errors a device without fitted parameters gets (issue 13)."""
+
+import csv
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from core import CalcError, Network, Node
+from core import gpu_model as gm
+from core.api import estimate
+from core.devices import Device
+from core.paleo import Work
+
+# round numbers so every time below is checked by hand
+TOY = Device(id="toy-gpu", name="Toy GPU", vendor="test", kind="GPU", year=2020,
+             peak_flops={"fp32": 1e9, "fp16": 4e9}, memory_bandwidth=1e8, memory_capacity=1e9,
+             source="hand-made for tests", note="", architecture="volta", sm_count=10)
+TOY_PARAMS = {"conv": 0.5, "grouped_conv": 0.25, "linear": 0.5, "tensor_tf32": 0.5, "tensor_fp16": 0.5,
+              "memory": 0.8, "overhead_s": 1e-5, "backward": 0.5}
+
+
+@pytest.fixture
+def toy_params(monkeypatch):
+    monkeypatch.setattr(gm, "load_params", lambda: {"generations": {"volta": TOY_PARAMS}})
+
+
+def test_wave_efficiency_by_hand():
+    assert gm.wave_efficiency(15, 10) == pytest.approx(0.75)        # 2 waves of 10 SMs, 15 busy: 15/20
+    assert gm.wave_efficiency(108, 108) == 1.0                      # one full wave
+    assert gm.wave_efficiency(109, 108) == pytest.approx(109 / 216)  # a 2nd wave with one tile: 0.5046
+    assert gm.wave_efficiency(3, None) == 1.0                       # no SM count: no wave term
+    assert gm.wave_efficiency(0, 10) == 1.0                         # not a GEMM
+    # conv M = 1·56·56 = 3136 → ⌈3136/128⌉ = 25 rows of tiles; N = 64 → 1 column: 25 tiles
+    assert gm.gemm_tiles("conv2d", 1, 3136, 64) == 25
+    # 32 groups of M = 3136, N = 4: 32 × 25 × 1 = 800 tiles
+    assert gm.gemm_tiles("conv2d", 32, 3136, 4) == 800
+    assert gm.gemm_tiles("relu", 1, 3136, 64) == 0
+
+
+def test_terms_by_hand():
+    e = SimpleNamespace(peak=1e13, bandwidth=5e11, precision=SimpleNamespace(compute="fp32"),
+                        model_params=TOY_PARAMS, device=SimpleNamespace(sm_count=10))
+    w = Work("conv", 3e9, int(2e8), calls=1, tiles=15)
+    # compute: 3e9 / (1e13 × 0.5 conv × 0.75 wave) = 3e9 / 3.75e12 = 8e-4 s
+    assert gm.compute_s(w, e) == pytest.approx(8e-4)
+    # memory: 2e8 / (5e11 × 0.8) = 2e8 / 4e11 = 5e-4 s
+    assert gm.memory_s(w, e) == pytest.approx(5e-4)
+    # overhead: 1 call × 1e-5 s
+    assert gm.overhead_s(w, e) == pytest.approx(1e-5)
+    # backward in fp16: 0.5 conv × 0.5 tensor_fp16 × 0.5 backward × 0.75 wave = 0.09375 → 3e9 / 9.375e11 = 3.2e-3 s
+    e16 = SimpleNamespace(**{**e.__dict__, "precision": SimpleNamespace(compute="fp16")})
+    assert gm.compute_s(Work("conv", 3e9, 0, backward=True, tiles=15), e16) == pytest.approx(3.2e-3)
+    # elementwise work: no class efficiency, no tiles: 1e9 / 1e13 = 1e-4 s
+    assert gm.compute_s(Work("elementwise", 1e9, 0), e) == pytest.approx(1e-4)
+
+
+def two_layer() -> Network:
+    return Network.make("two", {"x": (4,)}, [Node.make("fc", "linear", "x", out_features=8),
+                                             Node.make("act", "relu", "fc")])
+
+
+def test_predicted_estimate_by_hand(toy_params):
+    e = estimate(two_layer(), TOY, batch_size=2, variant="predicted")
+    # fc: tiles ⌈2/128⌉·⌈8/128⌉ = 1 → wave 1/(1·10) = 0.1; 128 FLOPs / (1e9 × 0.5 × 0.1) = 2.56e-6 s;
+    #     256 B / (1e8 × 0.8) = 3.2e-6 s; max 3.2e-6 + 1 call × 1e-5 = 1.32e-5 s
+    # act: 16 FLOPs / 1e9 = 1.6e-8 s; 128 B / 8e7 = 1.6e-6 s; max 1.6e-6 + 1e-5 = 1.16e-5 s
+    # forward: 1.32e-5 + 1.16e-5 = 2.48e-5 s
+    assert e.totals["forward_s"] == pytest.approx(2.48e-5)
+    assert e.totals["forward_overhead_s"] == pytest.approx(2e-5)
+    rows = e.layers
+    assert [r["forward_s"] for r in rows] == pytest.approx([1.32e-5, 1.16e-5])
+
+
+def test_predicted_rows_sum_to_totals():
+    from core import zoo
+    e = estimate(zoo.get("resnet18"), "v100-sxm2", batch_size=8, variant="predicted")
+    t = e.totals
+    assert sum(lt.forward.total_s for lt in e.layer_times) == pytest.approx(t["forward_s"])
+    assert sum(lt.backward.total_s for lt in e.layer_times) == pytest.approx(t["backward_s"])
+    assert t["training_step_s"] == pytest.approx(t["forward_s"] + t["backward_s"] + t["update_s"])
+    assert t["update_s"] > 0 and t["forward_overhead_s"] > 0
+
+
+def test_winograd_in_fp32_only():
+    from core import zoo
+    net = zoo.get("vgg11")
+    algs32 = {r["conv_algorithm"] for r in estimate(net, "v100-sxm2", variant="predicted").layers
+              if r["op"] == "conv2d"}
+    algs16 = {r["conv_algorithm"] for r in estimate(net, "v100-sxm2", dtype="fp16", variant="predicted").layers
+              if r["op"] == "conv2d"}
+    assert algs32 == {"winograd"} and algs16 == {"direct"}     # every VGG conv is 3×3 stride 1
+
+
+def test_fitted_file_covers_the_dataset():
+    gm.load_params.cache_clear()
+    doc = gm.load_params()
+    data = Path(__file__).resolve().parent.parent / "benchmarks" / "data" / "gpu_timings.csv"
+    gens = {r["generation"] for r in csv.DictReader(data.open(encoding="utf-8"))}
+    assert gens <= set(doc["generations"])
+    for p in doc["generations"].values():
+        for name, _, lo, hi in gm.PARAMETERS:
+            assert lo <= p[name] <= hi, name
+    assert doc["fitted"] and doc["errors"]["loso"]["rows"] > 0
+
+
+def test_predicted_needs_fitted_parameters():
+    with pytest.raises(CalcError, match="architecture"):
+        estimate(two_layer(), "core-i7-920", variant="predicted")      # a datasheet CPU: no generation
+    with pytest.raises(CalcError, match="kepler"):
+        estimate(two_layer(), "k80", variant="predicted")              # no Kepler rows in the dataset
+    with pytest.raises(CalcError, match="conv_algorithm|algorithm"):
+        estimate(two_layer(), "v100-sxm2", variant="predicted", conv_algorithm="fft")
