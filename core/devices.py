@@ -2,9 +2,10 @@
 
 A bad entry is reported by id and field and left out; the rest still load (``DeviceDB.problems``). Users add and edit
 their own devices without touching the file: ``db.add(spec)`` returns a new database (validated the same way), and
-``save_user_devices`` / ``load_devices(user_path=...)`` keep them in a file of their own, or a server keeps them in a
-user's session and passes them as ``load_devices(user_data=...)``. A user file or document that cannot be read at all
-is left out whole (one line in ``problems``); saving over it first moves it to ``<name>.bad``.
+``save_user_devices`` / ``load_devices(user_path=...)`` keep them in a file of their own (a class server keeps each
+user's ``DeviceDB`` in their session instead: ``ui.state``), and ``load_devices(user_data=...)`` reads entries held
+elsewhere than in a file (an upload's bytes). A user file or document that cannot be read at all is left out whole
+(``DeviceDB.left_out``, one line also in ``problems``); saving over it first moves it to ``<name>.bad``.
 
 Numbers have physical bounds (``PEAK_RANGE``, ``BANDWIDTH_RANGE``, …) far outside any real device's, so every time
 made from them is a finite float; an estimate still refuses a non-finite time from a ``Device`` made in code.
@@ -20,6 +21,7 @@ import difflib
 import errno
 import json
 import os
+import tempfile
 from dataclasses import dataclass, field
 from functools import lru_cache
 from math import isfinite
@@ -305,6 +307,7 @@ class DeviceDB:
     devices: dict          # id → Device, in file order
     interconnects: dict    # id → Interconnect
     problems: tuple = ()   # "id: field: message" for each entry left out
+    left_out: tuple = ()   # one message per user file or document left out whole (also in ``problems``)
 
     # -- lookup -----------------------------------------------------------------------------------------------
     def device(self, query: str) -> Device:
@@ -363,7 +366,7 @@ class DeviceDB:
     def merged(self, other: "DeviceDB") -> "DeviceDB":
         """This database with ``other``'s entries added (replacing those with the same id) and its problems."""
         return DeviceDB({**self.devices, **other.devices}, {**self.interconnects, **other.interconnects},
-                        self.problems + other.problems)
+                        self.problems + other.problems, self.left_out + other.left_out)
 
     def user_entries(self) -> dict:
         return {"schema": SCHEMA_NAME, "version": SCHEMA_VERSION,
@@ -441,7 +444,8 @@ def _user_part(read, where: str) -> DeviceDB:
     try:
         return parse_devices(read(), where=where, user=True)
     except DeviceError as e:
-        return DeviceDB({}, {}, (f"{where}: the whole file is left out: {e.reason}",))
+        message = f"{where}: the whole file is left out: {e.reason}"
+        return DeviceDB({}, {}, (message,), (message,))
 
 
 def load_devices(path: str | Path | None = None, user_path: str | Path | None = USER_PATH, *,
@@ -449,8 +453,8 @@ def load_devices(path: str | Path | None = None, user_path: str | Path | None = 
     """The database (default: ``device_specs.json`` beside ``core/``) plus the user's own entries (default
     ``~/.cnn_calc/devices.json``, or ``$CNN_CALC_HOME/devices.json``; ``user_path=None`` leaves them out).
 
-    ``user_data``: user entries held elsewhere than in a file (a server keeping each user's devices in their
-    session): a parsed document or the bytes/text of an upload, in the format ``DeviceDB.user_entries`` gives; its
+    ``user_data``: user entries held elsewhere than in a file: a parsed document or the bytes/text of an upload, in
+    the format ``DeviceDB.user_entries`` gives; its
     entries come after (and replace) the user file's. A corrupt user file or document is left out and reported in
     ``problems``; only a bad ``path`` (the database itself) raises DeviceError."""
     for name, v in (("path", path), ("user_path", user_path)):
@@ -499,7 +503,13 @@ def save_user_devices(db: DeviceDB, path: str | Path) -> Path | None:
         except DeviceError:
             kept = _aside(p)
             os.replace(p, kept)
-    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(db.user_entries(), indent=1), encoding="utf-8")
-    os.replace(tmp, p)
+    # a name of its own per call: the app's sessions are threads of one process and may save at the same time
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(json.dumps(db.user_entries(), indent=1))
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return kept

@@ -113,6 +113,9 @@ def test_a_corrupt_user_devices_file_is_left_out_and_every_page_still_opens(page
     devices.clear()
     at = _run(page, {})
     _no_exception(at, f"{page} with a user devices file that is {label}")
+    whole_file = label != "a peak of 10**400"           # that file loads; only its one bad entry is left out
+    said = any("Your devices file was not loaded" in w.value for w in at.warning)
+    assert said == whole_file, f"{page}: a user devices file that is {label} is said to be left out: {said}"
 
 
 def test_network_page_what_if_on_a_same_padded_conv():

@@ -115,3 +115,17 @@ def test_k80_board_is_two_gpus():
     assert gpu.peak("fp32") == pytest.approx(board.peak("fp32") / 2)
     assert gpu.memory_bandwidth == pytest.approx(board.memory_bandwidth / 2)
     assert board.gpus_per_board == 2
+
+
+def test_a_user_file_left_out_whole_is_named_in_left_out(tmp_path):
+    """A user devices file that is not UTF-8 is left out whole: the built-in database loads, and ``left_out`` holds
+    one message naming the file (the app shows it on every page); a file with one bad entry is not left out."""
+    bad = tmp_path / "devices.json"
+    bad.write_bytes(b"\xff\xfe not a document")
+    db = load_devices(user_path=bad)
+    assert "v100-sxm2" in db.devices
+    assert len(db.left_out) == 1 and "devices.json" in db.left_out[0] and "UTF-8" in db.left_out[0]
+    assert db.left_out[0] in db.problems
+    one_bad_entry = {"schema": "cnn-calc/devices", "version": 1, "devices": [{"id": "x"}]}
+    bad.write_text(json.dumps(one_bad_entry))
+    assert load_devices(user_path=bad).left_out == ()

@@ -172,6 +172,9 @@ def sidebar() -> Selection:
                   help="The fraction of the datasheet peak the software reaches. 1.0 = peak: an optimistic bound; "
                        "cuDNN-class libraries come close to 1, frameworks with overhead 0.5 or less.")
         st.caption(core.CONVENTION)
+        for message in db.left_out:          # a corrupt user devices file: said on every page, not only Devices
+            st.warning(f"Your devices file was not loaded ({message}); the built-in devices are shown. The Devices "
+                       "page keeps the file aside when you save.")
     try:
         report = analysis(current_network(), st.session_state[INPUT].strip(), int(st.session_state[BATCH]),
                           st.session_state[DTYPE], st.session_state[OPTIMIZER])
