@@ -13,11 +13,19 @@ MAX_REPR = 1000     # characters of any other value's repr
 MAX_MESSAGE = 2000  # characters of a whole message (a reason that quotes a huge user text is cut)
 
 
+def digits(v: int) -> int:
+    """Decimal digits of ``v`` without converting it to text (Python refuses 4,300+ digits): 2^(b−1) has d0 digits,
+    so ``v`` has d0 or d0 + 1."""
+    v = abs(v)
+    d0 = int((v.bit_length() - 1) * 0.30102999566398120) + 1
+    return d0 + (v >= 10 ** d0)
+
+
 def show(value) -> str:
     """``repr(value)`` for a message: one line, short, and never an error itself (a 5,000-digit integer, whose
     ``repr`` Python refuses, shows its size; a megabyte of text its first ``MAX_SHOWN`` characters and length)."""
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 512:
-        return f"<an integer of about {int(value.bit_length() * 0.30103) + 1:,} digits>"
+        return f"<an integer of {digits(value):,} digits>"
     if isinstance(value, str) and len(value) > MAX_SHOWN:
         return one_line(repr(value[:MAX_SHOWN]) + f"… ({len(value):,} characters)")
     try:

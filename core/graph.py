@@ -14,7 +14,7 @@ from functools import cached_property, lru_cache
 from math import prod
 
 from . import ops as _ops  # noqa: F401  (registers every op)
-from .errors import NetworkError
+from .errors import NetworkError, digits
 from .ir import Network
 from .registry import (
     MAX_DIM,
@@ -157,7 +157,7 @@ def _check_shape(shape, where: str, field: str = "shape") -> None:
 
 def _count(v: int) -> str:
     """``v`` with thousands separators, or its order of magnitude where it is too long to print."""
-    return f"{v:,}" if v < 10 ** 30 else f"about 10^{int(v.bit_length() * 0.30103)}"
+    return f"{v:,}" if v < 10 ** 30 else f"about 10^{digits(v) - 1}"
 
 
 def _check_work(info: NodeInfo) -> None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from math import isfinite, prod
 from typing import Any, Callable
 
-from .errors import NetworkError
+from .errors import NetworkError, digits
 
 FLOPS_PER_MAC = 2
 
@@ -309,13 +309,6 @@ _SHOWN_CHARS = 100
 _SHOWN_ITEMS = 16
 
 
-def _digits(v: int) -> int:
-    """Decimal digits of ``v`` without converting it to text: 2^(b−1) has d0 digits, so ``v`` has d0 or d0 + 1."""
-    v = abs(v)
-    d0 = int((v.bit_length() - 1) * 0.30102999566398120) + 1
-    return d0 + (v >= 10 ** d0)
-
-
 _SHOWN_DEPTH = 4
 
 
@@ -324,7 +317,7 @@ def shown(v: Any, depth: int = 0) -> Any:
     deeply nested lists are abbreviated (a message must never raise while it is being formatted)."""
     if isinstance(v, int) and not isinstance(v, bool):
         if v.bit_length() > _SHOWN_DIGITS * 3.33:
-            return _Shown(f"<{'-' if v < 0 else ''}an integer of {_digits(v):,} digits>")
+            return _Shown(f"<{'-' if v < 0 else ''}an integer of {digits(v):,} digits>")
         return v
     if isinstance(v, str) and len(v) > _SHOWN_CHARS:
         return _Shown(repr(v[:_SHOWN_CHARS]) + f"… ({len(v):,} characters)")
