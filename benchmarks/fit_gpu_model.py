@@ -74,6 +74,12 @@ def load_rows() -> tuple[list[dict], dict]:
     return rows, skipped
 
 
+def pass_seconds(t: dict, which: str) -> float:
+    """A row's timed region from an estimate's totals (the dataset's ``pass`` column)."""
+    return {"forward": t["forward_s"], "inference": t["forward_s"], "backward": t["backward_s"],
+            "forward_backward": t["forward_s"] + t["backward_s"], "training_step": t["training_step_s"]}[which]
+
+
 def _estimate(compiled, dev, batch: int, dtype: str) -> Estimate:
     """An Estimate of the predicted variant whatever the file holds (its works do not depend on the parameters)."""
     saved = gpu_model.load_params
@@ -100,14 +106,7 @@ def features(rows: list[dict]) -> dict:
         if r["pass"] in ("backward", "forward_backward", "training_step"):
             works += e._layer_works("backward")
         if r["pass"] == "training_step":
-            p = e.precision
-            from core.precision import optimizer
-            opt = optimizer("sgd_momentum")
-            tr = e.report.compiled.trainable
-            nbytes = tr * (opt.weight_accesses * (p.master or p.weight) + opt.grad_accesses * p.grad
-                           + opt.state_accesses * p.state)
-            calls = sum(1 for lw in e.work.layers if lw.node.params.trainable)
-            works.append(type(works[0])(None, opt.update_flops * tr, nbytes, calls=calls))
+            works.append(e.update_work())
         tc = TC.get(e.precision.compute, 0)
         for w in works:
             cols["row"].append(i)
@@ -120,10 +119,7 @@ def features(rows: list[dict]) -> dict:
             cols["wave"].append(gpu_model.wave_efficiency(w.tiles, dev.sm_count))
             cols["peak"].append(e.peak)
             cols["bw"].append(e.bandwidth)
-        t = Estimate(e.report, dev).totals       # classic PALEO at PPP 1
-        paleo_s.append({"forward": t["forward_s"], "inference": t["forward_s"], "backward": t["backward_s"],
-                        "forward_backward": t["forward_s"] + t["backward_s"],
-                        "training_step": t["training_step_s"]}[r["pass"]])
+        paleo_s.append(pass_seconds(Estimate(e.report, dev).totals, r["pass"]))      # classic PALEO at PPP 1
     f = {k: np.array(v, dtype=float) for k, v in cols.items()}
     f["row"] = f["row"].astype(int)
     f["cls"], f["tc"] = f["cls"].astype(int), f["tc"].astype(int)
@@ -141,7 +137,7 @@ def predict(f: dict, vec_of_row: np.ndarray) -> np.ndarray:
     bwd = np.where(f["bwd"] > 0, v[:, 7], 1.0)
     comp = f["flops"] / (f["peak"] * eff_cls * tc * bwd * f["wave"])
     mem = f["bytes"] / (f["bw"] * v[:, 5])
-    t = np.maximum(comp, mem) + f["calls"] * v[:, 6]
+    t = np.maximum(np.maximum(comp, mem), f["calls"] * v[:, 6])      # core.paleo.combine("predicted")
     return np.bincount(f["row"], weights=t, minlength=f["n"])
 
 
@@ -240,10 +236,7 @@ def check_against_estimate(rows: list[dict], f: dict, fitted: dict, k: int = 12)
         r = rows[i]
         e = Estimate(Report(compile_network(zoo.get(r["network"])), r["batch"], r["precision"], "sgd_momentum"),
                      r["device"], variant="predicted")
-        t = e.totals
-        s = {"forward": t["forward_s"], "inference": t["forward_s"], "backward": t["backward_s"],
-             "forward_backward": t["forward_s"] + t["backward_s"], "training_step": t["training_step_s"]}[r["pass"]]
-        gap = max(gap, abs(s / pred[i] - 1))
+        gap = max(gap, abs(pass_seconds(e.totals, r["pass"]) / pred[i] - 1))
     return gap
 
 

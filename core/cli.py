@@ -158,7 +158,10 @@ def format_devices(db) -> str:
 def format_estimate(est) -> str:
     t, r = est.totals, est.roofline
     calibrated = " × the calibrated efficiency of each class of work" if est.device.efficiency else ""
-    if est.ppp == 1 and est.ppp_memory == 1:
+    if est.variant == "predicted":      # core.gpu_model: no PPP; each layer's time is the max of its terms
+        ppp = (f"none: efficiencies fitted for {est.device.architecture} GPUs (core/gpu_params.json); each layer "
+               "takes the largest of compute, memory and launch overhead")
+    elif est.ppp == 1 and est.ppp_memory == 1:
         ppp = f"1.0{calibrated}" if calibrated else "1.0 = datasheet peak, an optimistic bound"
     else:
         ppp = f"compute {est.ppp:g}, memory {est.ppp_memory:g}{calibrated}"

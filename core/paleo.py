@@ -221,9 +221,11 @@ def _g(x: Any) -> str:
 
 
 def combine(variant: str, compute: float, memory: float, serial: float) -> float:
-    """PALEO: read + compute + write, in sequence; roofline and predicted (``core.gpu_model``): compute and memory
-    overlap perfectly."""
-    return (max(compute, memory) if variant in ("roofline", "predicted") else compute + memory) + serial
+    """PALEO: read + compute + write, in sequence; roofline: compute and memory overlap perfectly; predicted
+    (``core.gpu_model``): and the kernel's launch overlaps them too (the host queues kernels ahead of the GPU)."""
+    if variant == "predicted":
+        return max(compute, memory, serial)
+    return (max(compute, memory) if variant == "roofline" else compute + memory) + serial
 
 
 @dataclass(frozen=True)
@@ -366,6 +368,10 @@ class Estimate:
                 raise CalcError("the predicted variant picks the convolution algorithm itself (Winograd for 3×3 "
                                 "stride-1 convolutions in fp32); leave conv_algorithm at direct",
                                 field="conv_algorithm", value=self.conv_algorithm)
+            if self.ppp != 1 or self.ppp_memory != 1:
+                raise CalcError("the predicted variant uses its fitted efficiencies, not a PPP; a PPP is classic "
+                                "PALEO (variant paleo)", field="ppp" if self.ppp != 1 else "ppp_memory",
+                                value=self.ppp if self.ppp != 1 else self.ppp_memory)
             self.model_params = gpu_model.generation_params(device)
             self.terms = gpu_model.terms()
         else:
@@ -505,13 +511,17 @@ class Estimate:
     @cached_property
     def update(self) -> PassTime:
         """The optimizer step on every trainable parameter, as the optimizer's table counts it."""
+        return self.time(self.update_work())
+
+    def update_work(self) -> Work:
+        """The optimizer step's work."""
         p, opt = self.precision, optimizer(self.report.optimizer)
         trainable = self.report.compiled.trainable
         nbytes = trainable * (opt.weight_accesses * (p.master or p.weight) + opt.grad_accesses * p.grad
                               + (opt.state_accesses * p.state if opt.states else 0))
         # the predicted variant: one kernel call per layer that holds trainable parameters (eager per-parameter loop)
         calls = sum(1 for lw in self.work.layers if lw.node.params.trainable) if self.variant == "predicted" else 0
-        return self.time(Work(None, opt.update_flops * trainable, nbytes, calls=calls))
+        return Work(None, opt.update_flops * trainable, nbytes, calls=calls)
 
     @cached_property
     def communication_s(self) -> float:

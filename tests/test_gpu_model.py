@@ -64,13 +64,18 @@ def two_layer() -> Network:
 def test_predicted_estimate_by_hand(toy_params):
     e = estimate(two_layer(), TOY, batch_size=2, variant="predicted")
     # fc: tiles ⌈2/128⌉·⌈8/128⌉ = 1 → wave 1/(1·10) = 0.1; 128 FLOPs / (1e9 × 0.5 × 0.1) = 2.56e-6 s;
-    #     256 B / (1e8 × 0.8) = 3.2e-6 s; max 3.2e-6 + 1 call × 1e-5 = 1.32e-5 s
-    # act: 16 FLOPs / 1e9 = 1.6e-8 s; 128 B / 8e7 = 1.6e-6 s; max 1.6e-6 + 1e-5 = 1.16e-5 s
-    # forward: 1.32e-5 + 1.16e-5 = 2.48e-5 s
-    assert e.totals["forward_s"] == pytest.approx(2.48e-5)
+    #     256 B / (1e8 × 0.8) = 3.2e-6 s; 1 call × 1e-5 s; max(2.56e-6, 3.2e-6, 1e-5) = 1e-5 s (launch-bound)
+    # act: 16 FLOPs / 1e9 = 1.6e-8 s; 128 B / 8e7 = 1.6e-6 s; max(1.6e-8, 1.6e-6, 1e-5) = 1e-5 s
+    # forward: 1e-5 + 1e-5 = 2e-5 s
+    assert e.totals["forward_s"] == pytest.approx(2e-5)
     assert e.totals["forward_overhead_s"] == pytest.approx(2e-5)
-    rows = e.layers
-    assert [r["forward_s"] for r in rows] == pytest.approx([1.32e-5, 1.16e-5])
+    assert e.totals["forward_memory_s"] == pytest.approx(3.2e-6 + 1.6e-6)
+    assert [r["forward_s"] for r in e.layers] == pytest.approx([1e-5, 1e-5])
+    # at batch 2000 the fc's memory wins: weights 160 B + input 2000·4·4 = 32,000 B + output 2000·8·4 = 64,000 B
+    # = 96,160 B / 8e7 = 1.202e-3 s; compute: tiles ⌈2000/128⌉ = 16 → wave 16/20 = 0.8; 128,000 FLOPs /
+    # (1e9 × 0.5 × 0.8) = 3.2e-4 s; max(3.2e-4, 1.202e-3, 1e-5) = 1.202e-3 s
+    big = estimate(two_layer(), TOY, batch_size=2000, variant="predicted")
+    assert big.layers[0]["forward_s"] == pytest.approx(1.202e-3)
 
 
 def test_predicted_rows_sum_to_totals():
@@ -112,3 +117,5 @@ def test_predicted_needs_fitted_parameters():
         estimate(two_layer(), "k80", variant="predicted")              # no Kepler rows in the dataset
     with pytest.raises(CalcError, match="conv_algorithm|algorithm"):
         estimate(two_layer(), "v100-sxm2", variant="predicted", conv_algorithm="fft")
+    with pytest.raises(CalcError, match="PPP"):
+        estimate(two_layer(), "v100-sxm2", variant="predicted", ppp=0.5)
