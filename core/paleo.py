@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from . import cpu_heap, gpu_model
 from .choices import ALLREDUCE, CONV_ALGORITHMS, DEFAULT_DTYPE, DEFAULT_OPTIMIZER, SCALING_MODES, VARIANTS
-from .devices import Device, DeviceDB, Interconnect, load_devices
+from .devices import LATENCY_MAX, Device, DeviceDB, Interconnect, load_devices
 from .errors import CalcError, DeviceError, NetworkError
 from .graph import Compiled, NodeInfo, compile_network
 from .ir import Network
@@ -291,7 +291,6 @@ def _check_workers(value: Any) -> int:
 
 
 MAX_WORKERS = 65536
-MAX_LATENCY = 10.0       # seconds per message (core.devices bounds a file's the same way)
 MAX_SWEEP = 100_000      # estimates one sweep or scaling call makes
 
 
@@ -359,8 +358,8 @@ class Estimate:
         if link is not None:
             _check_rate(link.bandwidth, link, "bandwidth")
             lat = link.latency
-            if isinstance(lat, bool) or not isinstance(lat, (int, float)) or not 0 <= lat <= MAX_LATENCY:
-                raise DeviceError(f"must be a number of seconds from 0 to {MAX_LATENCY:g}", node=link.id,
+            if isinstance(lat, bool) or not isinstance(lat, (int, float)) or not 0 <= lat <= LATENCY_MAX:
+                raise DeviceError(f"must be a number of seconds from 0 to {LATENCY_MAX:g}", node=link.id,
                                   field="latency", value=lat)
         self.model_params: dict | None = None
         if self.variant == "predicted":       # core.gpu_model: fitted per architecture generation
@@ -688,10 +687,11 @@ def scaling(model: Report | Network, device: Any, link: Any, workers=(1, 2, 4, 8
                 "communication_s": t["communication_s"], "training_step_s": step,
                 "samples_per_s": samples / step if step else None}
 
-    base = run(1)["samples_per_s"]
+    runs = {k: run(k) for k in dict.fromkeys((1, *counts))}     # one worker is the baseline, run once
+    base = runs[1]["samples_per_s"]
     rows = []
     for k in counts:
-        row = run(k)
+        row = dict(runs[k])
         row["speedup"] = row["samples_per_s"] / base if base and row["samples_per_s"] is not None else None
         row["efficiency"] = row["speedup"] / k if row["speedup"] is not None else None
         rows.append(row)
