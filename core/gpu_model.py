@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import CalcError
+from .registry import REGISTRY
 
 if TYPE_CHECKING:      # core.paleo imports this module; the types are for reading only
     from .devices import Device
@@ -85,25 +86,20 @@ def wave_efficiency(tiles: int, sm_count: int | None) -> float:
 
 
 def gemm_tiles(op: str, groups: int, m: int, n: int) -> int:
-    """Output tiles of ``groups`` GEMMs of m × n (``TILE``-square tiles); 0 for ops that are not a GEMM."""
-    if op not in ("conv2d", "linear") or m <= 0 or n <= 0:
+    """Output tiles of ``groups`` GEMMs of m × n (``TILE``-square tiles); 0 for ops whose rule has no ``gemm``."""
+    rule = REGISTRY.get(op)
+    if rule is None or rule.gemm is None or m <= 0 or n <= 0:
         return 0
     return groups * ceil(m / TILE) * ceil(n / TILE)
 
 
 def layer_tiles(node, batch: int) -> int:
-    """Tiles of a node's forward GEMM at ``batch``: conv2d M = N·H_out·W_out, N = C_out / groups per group; linear
-    M = N·(leading dims), N = out_features."""
-    out = node.out_shape
-    if node.op == "conv2d" and len(out) == 3:
-        g = int(node.attrs.get("groups", 1) or 1)
-        return gemm_tiles("conv2d", g, batch * out[1] * out[2], out[0] // g)
-    if node.op == "linear" and out:
-        lead = 1
-        for d in out[:-1]:
-            lead *= d
-        return gemm_tiles("linear", 1, batch * lead, out[-1])
-    return 0
+    """Tiles of a node's forward GEMMs at ``batch``, as its rule's ``gemm`` gives them (conv2d: M = N·H_out·W_out,
+    N = C_out / groups per group; linear: M = N·(leading dims), N = out_features)."""
+    if node.rule.gemm is None:
+        return 0
+    groups, m, n = node.rule.gemm(node.ctx, batch)
+    return gemm_tiles(node.op, groups, m, n)
 
 
 def efficiency(w: "Work", compute: str, p: dict, sm_count: int | None) -> float:

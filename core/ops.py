@@ -311,6 +311,7 @@ register(OpRule(
     saves=lambda ctx: Saves(inputs=(0,)), channel=_conv_channel, channel_field="out_channels",
     doc="2-d convolution; in_channels follow from the input", torch="nn.Conv2d",
     work=_conv_work, cpu_alloc=_conv_alloc, follow=_depthwise_follow, algorithms=_conv_algorithms,
+    gemm=lambda ctx, batch: (ctx["groups"], batch * ctx.out[1] * ctx.out[2], ctx.out[0] // ctx["groups"]),
     to_torch=_as_module("Conv2d", _in_channels), imports=_modules(_conv_import, "Conv2d")))
 
 
@@ -422,7 +423,8 @@ register(OpRule(
     _linear_shape, _linear_cost, _linear_formula, _linear_params,
     saves=lambda ctx: Saves(inputs=(0,)), channel="new", channel_field="out_features",
     doc="y = x·Wᵀ + b on the last dimension of any-rank input; in_features follow from the input", torch="nn.Linear",
-    work="linear", to_torch=_as_module("Linear", lambda n: {"in_features": n.in_shapes[0][-1]}),
+    work="linear", gemm=lambda ctx, batch: (1, batch * numel(ctx.x[:-1]), ctx["out_features"]),
+    to_torch=_as_module("Linear", lambda n: {"in_features": n.in_shapes[0][-1]}),
     imports=_modules(_linear_import, "Linear") + _calls(_linear_call, "torch.nn.functional.linear")))
 
 

@@ -214,6 +214,8 @@ class OpRule:
     * ``algorithms(ctx, name)``: (FLOPs per sample, FLOPs per batch) of the forward pass computed by another
       algorithm (``core.choices.CONV_ALGORITHMS``: Winograd, FFT), None where it does not apply; an op without it
       is always computed directly;
+    * ``gemm(ctx, batch)``: (groups, M, N) of the forward pass as implicit GEMMs at ``batch`` (the GPU model tiles
+      their outputs over the SMs, ``core.gpu_model``); None for an op that is not a GEMM;
     * ``follow(ctx, channels)``: the attribute changes that keep a "depthwise" node valid when its input gets
       ``channels`` channels;
     * ``to_torch(node, input_names)``: how a compiled node becomes PyTorch (``core.bridge.to_torch``): a
@@ -245,6 +247,7 @@ class OpRule:
     cpu_alloc: Callable[[Ctx, int, int, int], tuple] = field(default=_allocates_output, kw_only=True)
     follow: Callable[[Ctx, int], dict] | None = field(default=None, kw_only=True)
     algorithms: Callable[[Ctx, str], tuple[int, int] | None] | None = field(default=None, kw_only=True)
+    gemm: Callable[[Ctx, int], tuple[int, int, int]] | None = field(default=None, kw_only=True)
     to_torch: Callable[[Any, list[str]], TorchModule | TorchParam | TorchExpr] = field(default=None, kw_only=True)
     imports: tuple[Importer, ...] = field(default=(), kw_only=True)
 
