@@ -5,8 +5,10 @@ these instead of spelling the options again (precisions and optimizers live with
 
 from __future__ import annotations
 
-VARIANTS = ("paleo", "roofline", "predicted")             # PALEO sums compute and memory; roofline takes their max;
-#                                                           predicted: the fitted GPU model (core.gpu_model)
+VARIANTS = ("auto", "paleo", "roofline", "predicted")     # PALEO sums compute and memory; roofline takes their max;
+#                                predicted: the fitted GPU model (core.gpu_model); auto (the default): predicted where
+#                                it applies (core.paleo.auto_variant), else PALEO
+FITTED_PRECISIONS = ("fp32", "tf32", "fp16", "bf16")      # compute precisions the GPU model was fitted on
 CONV_ALGORITHMS = ("direct", "fft", "winograd", "auto")   # auto: the fewest FLOPs among those that apply
 ALLREDUCE = ("ring", "tree", "parameter_server")          # data-parallel gradient all-reduce schemes
 SCALING_MODES = ("strong", "weak")                        # strong: global batch split; weak: per-worker batch kept

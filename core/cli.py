@@ -97,10 +97,13 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--dtype", default=DEFAULT_DTYPE, help=f"one of {', '.join(PRECISIONS)}")
     e.add_argument("--optimizer", default=DEFAULT_OPTIMIZER, help=f"one of {', '.join(OPTIMIZERS)}")
     e.add_argument("--ppp", type=float, default=1.0,
-                   help="platform percent of peak for compute, from 0.001 to 1; 1.0 = datasheet peak (default)")
+                   help="platform percent of peak for compute, from 0.001 to 1; 1.0 = datasheet peak (default); "
+                        "a PPP other than 1 gives classic PALEO")
     e.add_argument("--ppp-memory", type=float, default=None, help="PPP for memory bandwidth (default: --ppp)")
     e.add_argument("--variant", default=VARIANTS[0], choices=VARIANTS,
-                   help="paleo: read + compute + write per layer; roofline: max(compute, memory)")
+                   help="auto (default): predicted on a GPU the time model was fitted for, else paleo; predicted: "
+                        "the fitted GPU model; paleo: read + compute + write per layer at a PPP; roofline: "
+                        "max(compute, memory)")
     e.add_argument("--conv-algo", default=CONV_ALGORITHMS[0], choices=CONV_ALGORITHMS)
     e.add_argument("--fused", action="store_true", help="elementwise and norm layers do not round-trip memory")
     e.add_argument("--workers", type=int, default=1, help="data-parallel workers")
@@ -155,41 +158,65 @@ def format_devices(db) -> str:
     return "\n".join(lines)
 
 
-def format_estimate(est) -> str:
-    t, r = est.totals, est.roofline
+def _model_line(est) -> str:
+    """What the times are: the fitted prediction with its typical error, or PALEO at its PPP (and why)."""
+    if est.variant == "predicted":
+        e = est.typical_error
+        return (f"Time model:     predicted, typically ±{e['median'] * 100:.0f} % (1 in 10 off by more than "
+                f"{e['p90'] * 100:.0f} %; {e['basis']}). Each layer takes the largest of compute, memory and launch "
+                "overhead; --ppp or --variant paleo gives classic PALEO")
     calibrated = " × the calibrated efficiency of each class of work" if est.device.efficiency else ""
-    if est.variant == "predicted":      # core.gpu_model: no PPP; each layer's time is the max of its terms
-        ppp = (f"none: efficiencies fitted for {est.device.architecture} GPUs (core/gpu_params.json); each layer "
-               "takes the largest of compute, memory and launch overhead")
-    elif est.ppp == 1 and est.ppp_memory == 1:
+    if est.ppp == 1 and est.ppp_memory == 1:
         ppp = f"1.0{calibrated}" if calibrated else "1.0 = datasheet peak, an optimistic bound"
     else:
         ppp = f"compute {est.ppp:g}, memory {est.ppp_memory:g}{calibrated}"
+    why = f" ({est.variant_reason})" if est.variant_reason and est.variant == "paleo" and "as asked" not in \
+        est.variant_reason else ""
+    return f"Time model:     {est.variant}, PPP {ppp}{why}"
+
+
+def _beside_bound(est, key: str) -> str:
+    b = est.bound
+    return f"  [bound {_seconds(b.totals[key])}]" if b is not None else ""
+
+
+def format_estimate(est) -> str:
+    t, r = est.totals, est.roofline
     rows = sorted(est.layers, key=lambda row: -row["forward_s"])[:10]
     width = max(len(row["name"]) for row in rows)
-    out = [f"{est.report.name} on {est.device.name}, batch {est.report.batch_size}, {est.report.dtype}, "
-           f"{est.variant} model, PPP {ppp}",
+    if est.variant == "predicted":       # terms overlap: say which term limits how much of the time
+        lim = est.limited_by["forward"]
+        parts = ", ".join(f"{k} {_seconds(lim[k])}" for k in ("compute", "memory", "overhead") if lim[k])
+        forward_detail = f"(limited by {parts})" if parts else "(no work)"
+    else:
+        forward_detail = (
+            f"(compute {_seconds(t['forward_compute_s'])}, memory {_seconds(t['forward_memory_s'])}"
+            + (f" of which {_seconds(t['forward_fresh_s'])} writing {_si(t['forward_fresh_bytes'], 'B')} to fresh "
+               "pages" if t["forward_fresh_s"] else "")
+            + (f", per-layer overhead {_seconds(t['forward_overhead_s'])}" if t["forward_overhead_s"] else "")
+            + ")")
+    out = [f"{est.report.name} on {est.device.name}, batch {est.report.batch_size}, {est.report.dtype}",
+           _model_line(est),
            f"Peak {_si(est.peak, 'FLOP/s')}, bandwidth {_si(est.bandwidth, 'B/s')}, "
-           f"ridge {r['ridge_flop_per_byte']:,.2f} FLOP/byte",
-           f"Forward:        {_seconds(t['forward_s'])}  (compute {_seconds(t['forward_compute_s'])}, "
-           f"memory {_seconds(t['forward_memory_s'])}"
-           + (f" of which {_seconds(t['forward_fresh_s'])} writing {_si(t['forward_fresh_bytes'], 'B')} to fresh "
-              "pages" if t["forward_fresh_s"] else "")
-           + (f", per-layer overhead {_seconds(t['forward_overhead_s'])}" if t["forward_overhead_s"] else "")
-           + f")  → {_throughput(t['inference_samples_per_s'])}",
-           f"Backward:       {_seconds(t['backward_s'])}",
-           f"Weight update:  {_seconds(t['update_s'])} ({est.report.optimizer})"]
+           f"ridge {r['ridge_flop_per_byte']:,.2f} FLOP/byte"
+           + ("; [bound] = PALEO at PPP 1, the datasheet bound" if est.bound is not None else ""),
+           f"Forward:        {_seconds(t['forward_s'])}{_beside_bound(est, 'forward_s')}  {forward_detail}"
+           f"  → {_throughput(t['inference_samples_per_s'])}",
+           f"Backward:       {_seconds(t['backward_s'])}{_beside_bound(est, 'backward_s')}",
+           f"Weight update:  {_seconds(t['update_s'])}{_beside_bound(est, 'update_s')} ({est.report.optimizer})"]
     if est.workers > 1:
         out.append(f"All-reduce:     {_seconds(t['communication_s'])} ({est.allreduce}, {est.workers} workers over "
                    f"{est.link.name})")
-    out += [f"Training step:  {_seconds(t['training_step_s'])}  → {_throughput(t['samples_per_s'])}",
+    out += [f"Training step:  {_seconds(t['training_step_s'])}{_beside_bound(est, 'training_step_s')}  → "
+            f"{_throughput(t['samples_per_s'])}",
             f"Roofline:       intensity {_intensity(r['arithmetic_intensity'])} FLOP/byte → {_bound(r['bound'])}, "
             f"attainable {_si(r['attainable_flop_per_s'], 'FLOP/s')}",
             "", "Slowest layers (forward):"]
     for row in rows:
         ai = row["arithmetic_intensity"]
         out.append(f"  {row['name']:<{width}}  {_seconds(row['forward_s']):>12}  {row['share'] * 100:5.1f}%  "
-                   f"{_intensity(ai, 1):>9} FLOP/B  {row['bound']}")
+                   f"{_intensity(ai, 1):>9} FLOP/B  "
+                   + (f"limited by {row['limited_by']}" if est.variant == "predicted" else row["bound"]))
     return "\n".join(out)
 
 

@@ -23,7 +23,15 @@ from math import ceil, isfinite, log2
 from typing import Any, Callable
 
 from . import cpu_heap, gpu_model
-from .choices import ALLREDUCE, CONV_ALGORITHMS, DEFAULT_DTYPE, DEFAULT_OPTIMIZER, SCALING_MODES, VARIANTS
+from .choices import (
+    ALLREDUCE,
+    CONV_ALGORITHMS,
+    DEFAULT_DTYPE,
+    DEFAULT_OPTIMIZER,
+    FITTED_PRECISIONS,
+    SCALING_MODES,
+    VARIANTS,
+)
 from .devices import LATENCY_MAX, Device, DeviceDB, Interconnect, load_devices
 from .errors import CalcError, DeviceError, NetworkError
 from .graph import Compiled, NodeInfo, compile_network
@@ -321,6 +329,52 @@ def allreduce_time(nbytes: float, workers: int, link: Interconnect, ppp_comm: fl
     return 2 * k * nbytes / bw + 2 * link.latency
 
 
+def auto_variant(device: Device, compute: str, ppp: float = 1.0, ppp_memory: float | None = None,
+                 conv_algorithm: str = "direct") -> tuple[str, str]:
+    """The variant "auto" stands for, and why: the fitted GPU model (``predicted``) on a GPU whose architecture
+    generation has fitted parameters, at a precision it was fitted on, unless the user asked for classic PALEO (a
+    PPP other than 1, a convolution algorithm) or calibrated the device (its measured efficiencies win); else
+    ``paleo``."""
+    if device.kind != "GPU":
+        return "paleo", f"PALEO: the fitted time model is for GPUs; {device.name} is a {device.kind}"
+    if device.efficiency or device.layer_overhead or device.alloc_bandwidth:
+        return "paleo", f"PALEO with the figures measured on {device.name} (calibrated)"
+    if ppp != 1 or (ppp_memory is not None and ppp_memory != 1):
+        return "paleo", "PALEO: a PPP was set (PPP 1 is the predicted model)"
+    if conv_algorithm != "direct":
+        return "paleo", f"PALEO: the convolution algorithm was set ({conv_algorithm})"
+    if not gpu_model.has_params(device):
+        arch = device.architecture or "unknown"
+        return "paleo", f"PALEO: the time model has no fitted parameters for {arch} GPUs"
+    if compute not in FITTED_PRECISIONS:
+        return "paleo", f"PALEO: the time model was not fitted on {compute} ({', '.join(FITTED_PRECISIONS)})"
+    return "predicted", f"predicted: the time model fitted on published timings of {device.architecture} GPUs"
+
+
+def typical_error(device: Device) -> dict:
+    """The predicted model's held-out error (leave-one-source-out: each row predicted by a fit that did not see its
+    source): the device's generation where it has at least ``MIN_GENERATION_ROWS`` held-out rows, else all rows."""
+    doc = gpu_model.load_params()
+    gen = (doc.get("errors_by_generation") or {}).get(device.architecture or "")
+    if gen and gen.get("rows", 0) >= MIN_GENERATION_ROWS:
+        e, basis = gen, f"{device.architecture} GPUs, {gen['rows']} published timings"
+    else:
+        e = doc["errors"]["loso"]
+        basis = f"all GPUs, {e['rows']} published timings"
+    return {"median": e["median"], "p90": e["p90"], "rows": e["rows"],
+            "basis": f"leave-one-source-out over {basis}"}
+
+
+MIN_GENERATION_ROWS = 20
+
+
+def limiting_term(t: PassTime) -> str:
+    """The largest of a time's terms: compute, memory (fresh pages included) or overhead; "none" for no time."""
+    terms = {"compute": t.compute_s, "memory": t.memory_s + t.fresh_pages_s, "overhead": t.overhead_s}
+    name = max(terms, key=terms.get)
+    return name if terms[name] > 0 else "none"
+
+
 class Estimate:
     """PALEO times for one network on one device at one batch size, precision and set of PPP factors.
 
@@ -329,7 +383,7 @@ class Estimate:
     and the totals use it alike, so the rows sum to the totals."""
 
     def __init__(self, report: Report, device: Device, *, ppp: float = 1.0, ppp_memory: float | None = None,
-                 variant: str = "paleo", conv_algorithm: str = "direct", fused: bool = False, workers: int = 1,
+                 variant: str = "auto", conv_algorithm: str = "direct", fused: bool = False, workers: int = 1,
                  link: Interconnect | None = None, ppp_comm: float = 1.0, allreduce: str = "ring"):
         self.report = report
         self.device = device
@@ -339,14 +393,19 @@ class Estimate:
         self.ppp_comm = _check_ppp(ppp_comm, "ppp_comm")
         self.variant = _choice(variant, VARIANTS, "variant")
         self.conv_algorithm = _choice(conv_algorithm, CONV_ALGORITHMS, "conv_algorithm")
+        if not isinstance(device, Device):
+            raise CalcError("expected a Device (core.devices)", field="device", value=type(device).__name__)
+        self.variant_reason = {"paleo": "PALEO, as asked", "roofline": "roofline: max(compute, memory), as asked",
+                               "predicted": "predicted, as asked"}.get(self.variant, "")
+        if self.variant == "auto":
+            self.variant, self.variant_reason = auto_variant(device, self.precision.compute, self.ppp,
+                                                             self.ppp_memory, self.conv_algorithm)
         self.allreduce = _choice(allreduce, ALLREDUCE, "allreduce")
         self.fused = bool(fused)
         _check_workers(workers)
         if workers > 1 and link is None:
             raise CalcError("data-parallel training over several workers needs an interconnect (--link)",
                             field="link", value=None)
-        if not isinstance(device, Device):
-            raise CalcError("expected a Device (core.devices)", field="device", value=type(device).__name__)
         if link is not None and not isinstance(link, Interconnect):
             raise CalcError("expected an Interconnect (core.devices)", field="link", value=type(link).__name__)
         self.workers = workers
@@ -610,10 +669,41 @@ class Estimate:
                 "bound": fwd_pt.bound,
                 "backward_flops": b.flops, "backward_bytes": b.bytes, "backward_s": b.total_s,
                 "backward_arithmetic_intensity": bwd_pt.intensity, "backward_bound": bwd_pt.bound,
+                "limited_by": limiting_term(f), "backward_limited_by": limiting_term(b),
             })
         return rows
 
+    @cached_property
+    def bound(self) -> "Estimate | None":
+        """Beside a prediction: classic PALEO at PPP 1 with the same settings, "the bound": each layer's FLOPs at
+        the datasheet peak plus its bytes at the datasheet bandwidth. Not a hard floor: Winograd does fewer FLOPs
+        and a GPU overlaps compute with memory. None for the other variants."""
+        if self.variant != "predicted":
+            return None
+        return Estimate(self.report, self.device, variant="paleo", fused=self.fused, workers=self.workers,
+                        link=self.link, ppp_comm=self.ppp_comm, allreduce=self.allreduce)
+
+    @cached_property
+    def typical_error(self) -> dict | None:
+        """The predicted model's held-out error (``typical_error``); None for the other variants."""
+        return typical_error(self.device) if self.variant == "predicted" else None
+
+    @cached_property
+    def limited_by(self) -> dict:
+        """Per pass, the seconds of the layers each term limits (a layer's whole time goes to its largest term:
+        compute, memory or overhead; "none" for layers that take no time). A pass's values add up to its time where
+        the variant takes a max per layer (predicted); under PALEO's sum they say which term each layer is mostly."""
+        out = {}
+        for which in ("forward", "backward"):
+            acc = dict.fromkeys(("compute", "memory", "overhead", "none"), 0.0)
+            for lt in self.layer_times:
+                t = getattr(lt, which)
+                acc[limiting_term(t)] += t.total_s
+            out[which] = acc
+        return out
+
     def to_dict(self) -> dict:
+        bound = self.bound
         return {
             "model": self.report.name, "input_shape": list(self.report.input_shape),
             "batch_size": self.report.batch_size, "dtype": self.report.dtype, "device": self.device.id,
@@ -621,6 +711,10 @@ class Estimate:
             "variant": self.variant, "conv_algorithm": self.conv_algorithm, "fused": self.fused,
             "workers": self.workers, "link": self.link.id if self.link else None,
             "totals": self.totals, "roofline": self.roofline, "layers": self.layers,
+            "variant_reason": self.variant_reason, "typical_error": self.typical_error,
+            "bound": {k: bound.totals[k] for k in ("forward_s", "backward_s", "update_s", "training_step_s")}
+            if bound else None,
+            "limited_by": self.limited_by,
         }
 
 
@@ -653,9 +747,10 @@ def _report(model: Any, batch_size: int, dtype: str, optimizer: str) -> Report:
 
 def estimate(model: Report | Network, device: Any, batch_size: int = 1, dtype: str = DEFAULT_DTYPE, *,
              ppp: float = 1.0, ppp_memory: float | None = None, optimizer: str = DEFAULT_OPTIMIZER,
-             variant: str = "paleo", conv_algorithm: str = "direct", fused: bool = False, workers: int = 1,
+             variant: str = "auto", conv_algorithm: str = "direct", fused: bool = False, workers: int = 1,
              link: Any = None, ppp_comm: float = 1.0, allreduce: str = "ring", db: DeviceDB | None = None) -> Estimate:
-    """PALEO estimate of ``model`` (a Report or a Network) on ``device`` (id, name or Device)."""
+    """Time estimate of ``model`` (a Report or a Network) on ``device`` (id, name or Device). ``variant`` "auto":
+    the fitted GPU model where it applies (``auto_variant``), else PALEO."""
     report = _report(model, batch_size, dtype, optimizer)
     dev = resolve_device(device, db)
     lk = None

@@ -36,6 +36,13 @@ def formula_latex(line) -> str:
     return f"{_tex(line.label)} = {_tex(line.symbolic)} = {_tex(line.substituted)} = " + r"\mathbf{" + value + "}"
 
 
+def model_label(est) -> str:
+    """How a page names an estimate's times: "predicted (±18 % typical)" or "PALEO (PPP 0.5)"."""
+    if est.variant == "predicted":
+        return f"predicted (±{est.typical_error['median'] * 100:.0f} % typical)"
+    return f"{'PALEO' if est.variant == 'paleo' else est.variant} (PPP {est.ppp:g})"
+
+
 def markdown_report(report: core.Report, est=None) -> str:
     """The current analysis as a Markdown document: settings, totals, PALEO and roofline, the per-layer table."""
     t = report.totals
@@ -49,8 +56,13 @@ def markdown_report(report: core.Report, est=None) -> str:
              f"| training memory | {format_bytes(t['training_bytes'])} |"]
     if est is not None:
         e, r = est.totals, est.roofline
-        lines += [f"| PALEO forward on {est.device.name} (PPP {est.ppp:g}) | {e['forward_s'] * 1e3:,.3f} ms |",
-                  f"| PALEO training step | {e['training_step_s'] * 1e3:,.3f} ms |",
+        lines += [f"| {model_label(est)} forward on {est.device.name} | {e['forward_s'] * 1e3:,.3f} ms |",
+                  f"| {model_label(est)} training step | {e['training_step_s'] * 1e3:,.3f} ms |"]
+        if est.bound is not None:
+            b = est.bound.totals
+            lines += [f"| PALEO bound (PPP 1) forward | {b['forward_s'] * 1e3:,.3f} ms |",
+                      f"| PALEO bound (PPP 1) training step | {b['training_step_s'] * 1e3:,.3f} ms |"]
+        lines += [
                   f"| ridge / network intensity | {r['ridge_flop_per_byte']:,.2f} / "
                   f"{(r['arithmetic_intensity'] or 0):,.2f} FLOP/byte ({r['bound']}-bound) |"]
     lines += ["", "| layer | op | output | params | MACs | FLOPs fwd | FLOPs bwd |",
