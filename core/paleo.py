@@ -702,6 +702,12 @@ class Estimate:
             out[which] = acc
         return out
 
+    @property
+    def overhead_share(self) -> float:
+        """The share of the forward time in layers that launch overhead limits (0 for a pass that takes no time)."""
+        fwd = self.totals["forward_s"]
+        return self.limited_by["forward"]["overhead"] / fwd if fwd else 0.0
+
     def to_dict(self) -> dict:
         bound = self.bound
         return {
@@ -716,6 +722,14 @@ class Estimate:
             if bound else None,
             "limited_by": self.limited_by,
         }
+
+
+def overhead_limited_up_to(runs: list[Estimate], share: float = 0.5) -> int | None:
+    """The largest batch of a sweep at which layers limited by launch overhead take at least ``share`` of the
+    forward time: below it, a bigger batch costs little more time (the GPU waits on the host). None where no batch
+    of the sweep is so limited."""
+    limited = [e.report.batch_size for e in runs if e.overhead_share >= share]
+    return max(limited) if limited else None
 
 
 def resolve_device(device: Any, db: DeviceDB | None = None) -> Device:

@@ -142,10 +142,21 @@ def _open_tab(at, label):
 def test_estimates_tabs_show_algorithms_batch_devices_and_scaling():
     at = AppTest.from_file(ESTIMATES_PAGE, default_timeout=60).run()
     assert not at.exception
-    parts = at.dataframe[0].value.set_index("part")                    # the open tab: the breakdown
+    # the default device (a V100) gets the fitted prediction: the breakdown says which term limits how much time
+    assert any("predicted (±" in c.value and "PALEO bound" in c.value for c in at.caption)
+    parts = at.dataframe[0].value.set_index("pass")                    # the open tab: the breakdown
+    fwd = parts.loc["forward"]
+    limited = fwd["limited by compute ms"] + fwd["limited by memory ms"] + fwd["limited by launch overhead ms"]
+    assert limited == pytest.approx(fwd["total ms"]) and float(at.metric[0].value.split()[0]) == \
+        pytest.approx(fwd["total ms"], abs=1e-3)
+    assert "PALEO bound: " not in at.metric[0].help and "PALEO bound (PPP 1)" in at.metric[0].help
+    assert not any("algorithm" in d.value.columns for d in at.dataframe)   # closed tabs do not run
+
+    at.selectbox(key="variant").set_value("paleo").run()                # classic PALEO: its terms add up
+    parts = at.dataframe[0].value.set_index("part")
     total_ms = float(at.metric[0].value.split()[0]) + float(at.metric[1].value.split()[0])
     assert parts["ms"].drop("weight update").sum() == pytest.approx(total_ms, abs=2e-3)   # fwd + bwd parts
-    assert not any("algorithm" in d.value.columns for d in at.dataframe)   # closed tabs do not run
+    at.selectbox(key="variant").set_value("auto").run()
 
     algos = next(d.value for d in _open_tab(at, "Convolution algorithm").dataframe).set_index("algorithm")
     assert algos.loc["winograd", "forward GFLOPs"] < algos.loc["direct", "forward GFLOPs"]
@@ -155,9 +166,13 @@ def test_estimates_tabs_show_algorithms_batch_devices_and_scaling():
     # training memory grows with the batch (saved activations), weights do not: strictly increasing
     assert by_batch["training memory GiB"].is_monotonic_increasing
     assert any("Largest power-of-two batch" in c.value for c in at.caption)     # the V100's 16 GiB line
+    assert {"forward ms, PALEO bound", "launch-overhead share"} <= set(by_batch.columns)
+    assert any("Launch overhead limits" in c.value for c in at.caption)
 
     devs = next(d.value for d in _open_tab(at, "Other devices").dataframe)
     assert len(devs) == len(load_devices().devices)        # every device in the database
+    models = set(devs["time model"])                       # fitted GPUs predicted, the others PALEO
+    assert any(m.startswith("predicted") for m in models) and any(m.startswith("PALEO") for m in models)
 
     scaling = next(d.value for d in _open_tab(at, "Data parallel").dataframe if "workers" in d.value.columns)
     assert list(scaling["workers"]) == [1, 2, 4, 8] and scaling["speedup"].iloc[0] == 1.0

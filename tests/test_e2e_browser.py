@@ -146,7 +146,7 @@ def test_a_fresh_server_opened_at_a_page_url_keeps_the_app_navigation():
             browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.goto(f"{url}/Estimates", wait_until="networkidle")
-            expect(page.locator("h1", has_text="PALEO estimates")).to_be_visible(timeout=30000)
+            expect(page.locator("h1", has_text="Time estimates")).to_be_visible(timeout=30000)
             nav = page.locator("[data-testid='stSidebarNav']")
             expect(nav).to_contain_text("CNN performance calculator", timeout=20000)
             assert not nav.inner_text().startswith("app")

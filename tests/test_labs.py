@@ -194,6 +194,24 @@ def test_v100_and_a100_ridges(db):
     assert r == pytest.approx([17.444, 12.540, 100.32], abs=0.01)
 
 
+def test_labs_put_the_prediction_beside_the_bound(db):
+    """Labs 1 and 3 (issue 13): the fitted model's forward time beside PALEO at PPP 1, or blank and why."""
+    from core.api import estimate
+    t = lab3.predicted_table(("vgg11",), 16, db).set_index(["device", "precision"])
+    r = core.analyze("vgg11", batch_size=16)
+    for dev_id, prec in lab3.RIDGE_DEVICES:
+        row = t.loc[(db.devices[dev_id].name, prec)]
+        predicted = estimate(r, dev_id, batch_size=16, dtype=prec, variant="predicted")
+        bound = estimate(r, dev_id, batch_size=16, dtype=prec, variant="paleo")      # PPP 1
+        assert row["predicted ms"] == pytest.approx(predicted.totals["forward_s"] * 1e3)
+        assert row["PALEO bound ms"] == pytest.approx(bound.totals["forward_s"] * 1e3)
+        assert row["predicted ÷ bound"] == pytest.approx(row["predicted ms"] / row["PALEO bound ms"])
+        assert row["typical ±%"] == pytest.approx(predicted.typical_error["median"] * 100)
+    # the K80 (Kepler) has no fitted parameters: the predicted column is blank and the lab says why
+    k80 = lab1.k80_table(db)
+    assert k80["predicted ms"].isna().all() and "kepler" in lab1.k80_predicted(db)
+
+
 def test_algorithms_and_outside_flops():
     r = core.analyze("vgg11", batch_size=16)
     a = lab3.algorithm_table(r, load_devices(user_path=None).devices["a100-40gb-sxm"]).set_index("how")["GFLOPs"]

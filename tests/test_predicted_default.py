@@ -134,3 +134,12 @@ def test_the_cli_labels_a_prediction_with_its_typical_error_and_the_bound():
     assert "paleo, PPP compute 0.5" in p.stdout and "a PPP was set" in p.stdout and "[bound" not in p.stdout
     p = run("--device", "k80")
     assert "no fitted parameters for kepler GPUs" in p.stdout
+
+
+def test_the_batch_below_which_launch_overhead_dominates(toy_params):
+    from core.paleo import overhead_limited_up_to
+    runs = [estimate(two_layer(), TOY, batch_size=b) for b in (1, 2, 2000)]
+    # batches 1 and 2: both layers launch-bound (share 1); batch 2000: both memory-bound (share 0), see above
+    assert [e.overhead_share for e in runs] == pytest.approx([1.0, 1.0, 0.0])
+    assert overhead_limited_up_to(runs) == 2
+    assert overhead_limited_up_to(runs[2:]) is None

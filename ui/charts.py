@@ -22,28 +22,31 @@ def roofline_frame(devices, compute: str, lo: float = 0.01, hi: float = 10_000.0
 
 
 def layer_points(est, which: str = "forward") -> pd.DataFrame:
-    """Each layer at its arithmetic intensity and its PALEO-estimated FLOP/s (flops / time); layers that move no
-    bytes or do no arithmetic are left out (they have no place on a log-log roofline)."""
+    """Each layer at its arithmetic intensity and its estimated FLOP/s (flops / its time: predicted or PALEO, as the
+    estimate's variant); layers that move no bytes or do no arithmetic are left out (they have no place on a log-log
+    roofline). "bound": the side of the ridge; "limited_by": the term that sets the layer's time."""
     rows = []
     for r in est.layers:
         flops, secs = r[f"{which}_flops"], r[f"{which}_s"]
         ai = r["arithmetic_intensity"] if which == "forward" else r["backward_arithmetic_intensity"]
         if flops and secs and ai:
             rows.append({"layer": r["name"], "op": r["op"], "intensity": ai, "flops": flops / secs,
-                         "bound": r["bound"] if which == "forward" else r["backward_bound"], "time_ms": secs * 1e3})
+                         "bound": r["bound"] if which == "forward" else r["backward_bound"], "time_ms": secs * 1e3,
+                         "limited_by": r["limited_by"] if which == "forward" else r["backward_limited_by"]})
     return pd.DataFrame(rows)
 
 
-def roofline_chart(roofs: pd.DataFrame, points: pd.DataFrame, network: dict | None = None) -> alt.Chart:
+def roofline_chart(roofs: pd.DataFrame, points: pd.DataFrame, network: dict | None = None,
+                   shape_by: str = "bound") -> alt.Chart:
     x = alt.X("intensity:Q", scale=alt.Scale(type="log"), title="arithmetic intensity (FLOP/byte)")
     y = alt.Y("flops:Q", scale=alt.Scale(type="log"), title="FLOP/s")
     chart = alt.Chart(roofs).mark_line().encode(x=x, y=y, color=alt.Color("device:N", title="device"))
     if not points.empty:
-        chart += alt.Chart(points).mark_circle(size=50, opacity=0.8).encode(
-            x=x, y=y, shape=alt.Shape("bound:N"), tooltip=[alt.Tooltip("layer:N"), alt.Tooltip("op:N"),
-                                                          alt.Tooltip("intensity:Q", format=".2f"),
-                                                          alt.Tooltip("flops:Q", format=".3s"),
-                                                          alt.Tooltip("time_ms:Q", format=".3f")])
+        chart += alt.Chart(points).mark_point(size=50, opacity=0.8, filled=True).encode(
+            x=x, y=y, shape=alt.Shape(f"{shape_by}:N", title=shape_by.replace("_", " ")),
+            tooltip=[alt.Tooltip("layer:N"), alt.Tooltip("op:N"), alt.Tooltip("limited_by:N", title="limited by"),
+                     alt.Tooltip("intensity:Q", format=".2f"), alt.Tooltip("flops:Q", format=".3s"),
+                     alt.Tooltip("time_ms:Q", format=".3f")])
     if network:
         chart += alt.Chart(pd.DataFrame([network])).mark_point(
             size=250, shape="diamond", filled=True, color="black").encode(x=x, y=y, tooltip=[alt.Tooltip("label:N")])

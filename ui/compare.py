@@ -1,4 +1,4 @@
-"""Side-by-side rows for the Compare page, from core analyses and PALEO estimates."""
+"""Side-by-side rows for the Compare page, from core analyses and time estimates."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ PRESETS = {
 }
 
 
-def compare_rows(models, batch: int, dtype: str, optimizer: str, device, ppp: float) -> list[dict]:
+def compare_rows(models, batch: int, dtype: str, optimizer: str, device, **settings) -> list[dict]:
+    """``settings``: the time model's (``ppp``, ``variant``), as ``core.estimate`` takes them."""
     rows = []
     for m in models:
         name = m if isinstance(m, str) else m.name
@@ -22,7 +23,7 @@ def compare_rows(models, batch: int, dtype: str, optimizer: str, device, ppp: fl
                "inference MiB": t["inference_bytes"] / 2 ** 20, "training MiB": t["training_bytes"] / 2 ** 20,
                "FLOP/byte": t["arithmetic_intensity"]}
         try:
-            e = estimate(r, device, batch_size=batch, dtype=dtype, optimizer=optimizer, ppp=ppp)
+            e = estimate(r, device, batch_size=batch, dtype=dtype, optimizer=optimizer, **settings)
             row.update({"forward ms": e.totals["forward_s"] * 1e3,
                         "training step ms": e.totals["training_step_s"] * 1e3, "bound": e.roofline["bound"]})
         except core.CalcError as err:

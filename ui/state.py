@@ -21,18 +21,20 @@ import streamlit as st
 
 import core
 from core.api import estimate
-from core.choices import DEFAULT_DTYPE, DEFAULT_OPTIMIZER
+from core.choices import DEFAULT_DTYPE, DEFAULT_OPTIMIZER, VARIANTS
 from core.devices import DeviceDB, load_devices
 from core.paleo import Estimate
 from core.precision import OPTIMIZERS, PRECISIONS
 from core.zoo import family
 
-MODEL, INPUT, BATCH, DTYPE, OPTIMIZER, DEVICE, PPP = (
-    "model", "input_shape", "batch_size", "dtype", "optimizer", "device", "ppp")
+MODEL, INPUT, BATCH, DTYPE, OPTIMIZER, DEVICE, PPP, VARIANT = (
+    "model", "input_shape", "batch_size", "dtype", "optimizer", "device", "ppp", "variant")
 CUSTOM = "custom"                    # the MODEL value for the network built or edited on the Network page
 CUSTOM_NET, HISTORY = "custom_network", "custom_history"   # the current custom Network; earlier versions (undo)
 DEFAULTS = {MODEL: "mnist_cnn", INPUT: "", BATCH: 1, DTYPE: DEFAULT_DTYPE, OPTIMIZER: DEFAULT_OPTIMIZER,
-            DEVICE: "v100-sxm2", PPP: 1.0}
+            DEVICE: "v100-sxm2", PPP: 1.0, VARIANT: VARIANTS[0]}
+VARIANT_LABELS = {"auto": "auto: predicted where fitted, else PALEO", "predicted": "predicted (fitted GPU model)",
+                  "paleo": "PALEO at the PPP", "roofline": "roofline: max(compute, memory) at the PPP"}
 
 
 PENDING_MODEL = "pending_model"      # a network choice made after the sidebar was drawn, applied on the next run
@@ -168,9 +170,15 @@ def sidebar() -> Selection:
         if st.session_state[DEVICE] not in ids:
             st.session_state[DEVICE] = DEFAULTS[DEVICE] if DEFAULTS[DEVICE] in ids else ids[0]
         st.selectbox("Device", ids, key=DEVICE, format_func=lambda i: db.devices[i].name)
+        st.selectbox("Time model", list(VARIANTS), key=VARIANT, format_func=VARIANT_LABELS.get,
+                     help="predicted: a GPU time model fitted per architecture generation to published timings "
+                          "(compute, memory and launch overhead per layer), labelled with its typical held-out "
+                          "error. PALEO: FLOPs at PPP × peak plus bytes at PPP × bandwidth, the classic bound. "
+                          "auto uses predicted on a GPU whose generation is fitted at PPP 1, else PALEO.")
         st.slider("PPP (platform percent of peak)", 0.05, 1.0, step=0.05, key=PPP,
                   help="The fraction of the datasheet peak the software reaches. 1.0 = peak: an optimistic bound; "
-                       "cuDNN-class libraries come close to 1, frameworks with overhead 0.5 or less.")
+                       "cuDNN-class libraries come close to 1, frameworks with overhead 0.5 or less. A PPP below 1 "
+                       "gives PALEO (the predicted model fits its own efficiencies).")
         st.caption(core.CONVENTION)
         for message in db.left_out:          # a corrupt user devices file: said on every page, not only Devices
             st.warning(f"Your devices file was not loaded ({message}); the built-in devices are shown. The Devices "
@@ -184,11 +192,20 @@ def sidebar() -> Selection:
     dev = db.devices[st.session_state[DEVICE]]
     try:
         est = estimate(report, dev, batch_size=report.batch_size, dtype=report.dtype, optimizer=report.optimizer,
-                       ppp=float(st.session_state[PPP]))
+                       **time_settings())
         err = None
     except core.CalcError as e:
         est, err = None, str(e)
     return Selection(report, dev, est, err)
+
+
+def time_settings(across_devices: bool = False) -> dict:
+    """The sidebar's time-model settings as ``core.estimate`` keywords. ``across_devices``: for estimates on other
+    devices, where "predicted" would refuse a CPU or an unfitted GPU, "auto" (each device gets what applies)."""
+    variant = st.session_state[VARIANT]
+    if across_devices and variant == "predicted":
+        variant = "auto"
+    return {"ppp": float(st.session_state[PPP]), "variant": variant}
 
 
 def page(title: str, *, needs_estimate: bool = False, tab: str | None = None) -> Selection:

@@ -23,7 +23,7 @@ from core.choices import DEFAULT_DTYPE
 from ui import bench_results, live
 from ui import benchmark as bm
 from ui import devices_actions as act
-from ui.state import LIVE_OFF, devices, live_allowed, page, server_mode
+from ui.state import LIVE_OFF, devices, live_allowed, page, server_mode, time_settings
 
 sel = page("Benchmark")
 if not live_allowed():      # a class server: timing here would measure the server, not the student's machine
@@ -73,7 +73,7 @@ def _time(progress, cancel):
     if sel.estimate is not None:
         try:
             est = estimate(rep, sel.device, batch_size=batch, dtype=rep.dtype, optimizer=rep.optimizer,
-                           ppp=sel.estimate.ppp)
+                           **time_settings())
         except core.CalcError:
             est = None
     return {"result": result, "report": rep, "estimate": est, "device": sel.device.name, "device_id": sel.device.id}

@@ -7,7 +7,8 @@ import streamlit as st
 import core
 from ui.charts import show
 from ui.compare import PRESETS, compare_rows
-from ui.state import BATCH, CUSTOM, CUSTOM_NET, DTYPE, OPTIMIZER, PPP, page
+from ui.state import BATCH, CUSTOM, CUSTOM_NET, DTYPE, OPTIMIZER, page, time_settings
+from ui.text import model_label
 
 sel = page("Compare networks", tab="Compare")
 options = core.builtin_names() + ([CUSTOM] if st.session_state.get(CUSTOM_NET) is not None else [])
@@ -22,10 +23,10 @@ if not chosen:
     st.stop()
 models = [st.session_state[CUSTOM_NET] if m == CUSTOM else m for m in chosen]
 rows = compare_rows(models, int(st.session_state[BATCH]), st.session_state[DTYPE], st.session_state[OPTIMIZER],
-                    sel.device, float(st.session_state[PPP]))
+                    sel.device, **time_settings())
 df = pd.DataFrame(rows)
-st.caption(f"batch {st.session_state[BATCH]}, {st.session_state[DTYPE]}, on {sel.device.name} at PPP "
-           f"{float(st.session_state[PPP]):g}; {core.CONVENTION}")
+st.caption(f"batch {st.session_state[BATCH]}, {st.session_state[DTYPE]}, on {sel.device.name}"
+           + (f", times {model_label(sel.estimate)}" if sel.estimate is not None else "") + f"; {core.CONVENTION}")
 st.dataframe(df, hide_index=True, width="stretch", key="compare_table",
              column_config={"params": st.column_config.NumberColumn(format="localized"),
                             "GMACs": st.column_config.NumberColumn(format="%.3f"),

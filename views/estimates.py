@@ -1,5 +1,6 @@
-"""Estimates: PALEO breakdown, time, throughput and memory vs batch size, the same network on other devices,
-convolution algorithms and data-parallel scaling. Only the open tab runs, so a change re-renders fast."""
+"""Estimates: the predicted or PALEO breakdown (the PALEO bound beside a prediction), time, throughput and memory
+vs batch size, the same network on other devices, convolution algorithms and data-parallel scaling. Only the open
+tab runs, so a change re-renders fast."""
 
 import pandas as pd
 import streamlit as st
@@ -7,22 +8,41 @@ import streamlit as st
 from core import CalcError
 from core.api import estimate, scaling, sweep
 from core.choices import ALLREDUCE, CONV_ALGORITHMS, SCALING_MODES
+from core.paleo import overhead_limited_up_to
 from ui.charts import bars_chart, lines_chart, memory_chart, show
-from ui.state import devices, page
+from ui.state import devices, page, time_settings
+from ui.text import model_label
 
-sel = page("PALEO estimates", needs_estimate=True)
+sel = page("Time estimates", needs_estimate=True)
 report, dev, est = sel.report, sel.device, sel.estimate
 t = est.totals
-st.caption(f"{report.name} on {dev.name}, batch {report.batch_size}, {report.dtype}, PPP {est.ppp:g}"
-           + (" × the calibrated efficiency of each class of work" if dev.efficiency else
-              " (datasheet peak: an optimistic bound)" if est.ppp == 1 else ""))
+bound = est.bound.totals if est.bound is not None else None
+if est.variant == "predicted":
+    e = est.typical_error
+    st.caption(f"{report.name} on {dev.name}, batch {report.batch_size}, {report.dtype}. **{model_label(est)}**: "
+               f"{est.variant_reason}; typically within ±{e['median'] * 100:.0f} %, 1 in 10 off by more than "
+               f"{e['p90'] * 100:.0f} % ({e['basis']}). Beside it, the PALEO bound: PPP 1 = the datasheet peak.")
+else:
+    st.caption(f"{report.name} on {dev.name}, batch {report.batch_size}, {report.dtype}, {model_label(est)}"
+               + (" × the calibrated efficiency of each class of work" if dev.efficiency else
+                  " (datasheet peak: an optimistic bound)" if est.ppp == 1 else "")
+               + (f". {est.variant_reason}." if "as asked" not in est.variant_reason else ""))
+
+
+def _vs_bound(key: str) -> str | None:
+    return f"PALEO bound (PPP 1): {bound[key] * 1e3:,.3f} ms" if bound else None
+
+
 c1, c2, c3, c4 = st.columns(4)
-c1.metric("Forward", f"{t['forward_s'] * 1e3:,.3f} ms")
-c2.metric("Backward", f"{t['backward_s'] * 1e3:,.3f} ms")
-c3.metric("Training step", f"{t['training_step_s'] * 1e3:,.3f} ms")
+c1.metric("Forward", f"{t['forward_s'] * 1e3:,.3f} ms", help=_vs_bound("forward_s"))
+c2.metric("Backward", f"{t['backward_s'] * 1e3:,.3f} ms", help=_vs_bound("backward_s"))
+c3.metric("Training step", f"{t['training_step_s'] * 1e3:,.3f} ms", help=_vs_bound("training_step_s"))
 c4.metric("Training throughput", f"{t['samples_per_s']:,.0f}/s" if t["samples_per_s"] else "—",
           help="samples per second" if t["samples_per_s"] else "this network takes no time on the model: it does "
           "no arithmetic and moves no data, so there is no throughput to show")
+if bound:
+    st.caption(f"PALEO bound (PPP 1): forward {bound['forward_s'] * 1e3:,.3f} ms · backward "
+               f"{bound['backward_s'] * 1e3:,.3f} ms · training step {bound['training_step_s'] * 1e3:,.3f} ms")
 BATCHES = [2 ** i for i in range(13)]
 name = f"{report.name}_{dev.id}_{report.dtype}"
 
@@ -30,7 +50,21 @@ tab_parts, tab_batch, tab_devices, tab_conv, tab_dp = st.tabs(
     ["Breakdown", "Batch size", "Other devices", "Convolution algorithm", "Data parallel"],
     key="estimates_tab", on_change="rerun")
 
-if tab_parts.open:
+if tab_parts.open and est.variant == "predicted":
+    lim = est.limited_by
+    tab_parts.dataframe(pd.DataFrame([
+        {"pass": which, "limited by compute ms": lim[which]["compute"] * 1e3,
+         "limited by memory ms": lim[which]["memory"] * 1e3,
+         "limited by launch overhead ms": lim[which]["overhead"] * 1e3, "total ms": t[f"{which}_s"] * 1e3,
+         "PALEO bound ms": bound[f"{which}_s"] * 1e3} for which in ("forward", "backward")]
+        + [{"pass": "weight update", "total ms": t["update_s"] * 1e3, "PALEO bound ms": bound["update_s"] * 1e3}]),
+        hide_index=True, key="breakdown")
+    tab_parts.caption("Predicted: each layer takes the largest of its compute time (FLOPs at the peak × the "
+                      "efficiency fitted for its class of work, precision and pass, × the share of the GPU its "
+                      "tiles fill), its memory time (bytes at the fitted share of the bandwidth) and its launch "
+                      "overhead (eager PyTorch's cost per kernel call). A column adds up the layers that term "
+                      "limits. 3×3 stride-1 convolutions in fp32 run as Winograd, as cuDNN picks them.")
+elif tab_parts.open:
     tab_parts.dataframe(pd.DataFrame([
         {"part": "forward compute", "ms": t["forward_compute_s"] * 1e3},
         {"part": "forward memory", "ms": t["forward_memory_s"] * 1e3},
@@ -50,9 +84,11 @@ if tab_parts.open:
                       "update.")
 
 if tab_batch.open:
-    runs = sweep(report, [dev], BATCHES, dtype=report.dtype, ppp=est.ppp, optimizer=report.optimizer)
+    runs = sweep(report, [dev], BATCHES, dtype=report.dtype, optimizer=report.optimizer, **time_settings())
     by_batch = pd.DataFrame([{
         "batch": e.report.batch_size, "forward ms": e.totals["forward_s"] * 1e3,
+        **({"forward ms, PALEO bound": e.bound.totals["forward_s"] * 1e3,
+            "launch-overhead share": e.overhead_share} if e.bound is not None else {}),
         "training step ms": e.totals["training_step_s"] * 1e3, "training samples/s": e.totals["samples_per_s"],
         "training memory GiB": e.report.totals["training_bytes"] / 2 ** 30,
         "inference memory GiB": e.report.totals["inference_bytes"] / 2 ** 30} for e in runs])
@@ -61,9 +97,16 @@ if tab_batch.open:
         fits = by_batch[by_batch["training memory GiB"] * 2 ** 30 <= cap]
         tab_batch.caption(f"Largest power-of-two batch whose training memory fits in {cap / 2 ** 30:,.0f} GiB: "
                           + (f"**{int(fits['batch'].max())}**" if not fits.empty else "**none**"))
+    if est.variant == "predicted":
+        upto = overhead_limited_up_to(runs)
+        tab_batch.caption(
+            f"Launch overhead limits most of the forward time up to batch **{upto}**: below it a bigger batch costs "
+            "little more time (the GPU waits on the host), so throughput grows almost with the batch."
+            if upto else "Launch overhead limits less than half of the forward time at every batch here.")
     left, right = tab_batch.columns(2)
+    lines = ["forward ms", "training step ms"] + (["forward ms, PALEO bound"] if est.bound is not None else [])
     with left:
-        show(lines_chart(by_batch, "batch", ["forward ms", "training step ms"], "ms", log_y=True),
+        show(lines_chart(by_batch, "batch", lines, "ms", log_y=True),
              "time_chart", f"{name}_time_vs_batch")
     with right:
         show(lines_chart(by_batch, "batch", ["training samples/s"], "samples/s"), "throughput_chart",
@@ -73,22 +116,24 @@ if tab_batch.open:
     tab_batch.dataframe(by_batch, hide_index=True, key="by_batch")
 
 if tab_devices.open:
-    cmp = sweep(report, list(devices().devices.values()), [report.batch_size], dtype=None, ppp=est.ppp,
-                optimizer=report.optimizer)
-    frame = pd.DataFrame([{"device": e.device.name, "precision": e.report.dtype,
+    cmp = sweep(report, list(devices().devices.values()), [report.batch_size], dtype=None,
+                optimizer=report.optimizer, **time_settings(across_devices=True))
+    frame = pd.DataFrame([{"device": e.device.name, "precision": e.report.dtype, "time model": model_label(e),
                            "forward ms": e.totals["forward_s"] * 1e3, "bound": e.roofline["bound"],
                            "training step ms": e.totals["training_step_s"] * 1e3} for e in cmp])
-    tab_devices.caption("Each device at its own best precision for this network's format (dtype=None), same PPP "
-                        "and batch. Log scale: decades apart.")
+    tab_devices.caption("Each device at its own best precision for this network's format (dtype=None), same batch "
+                        "and time model: a GPU with fitted parameters gets the prediction, others PALEO at the PPP "
+                        "(the time model column says which). Log scale: decades apart.")
     show(bars_chart(frame.sort_values("forward ms"), "device", "forward ms", "bound", log=True),
          "device_chart", f"{report.name}_devices", tab_devices)
     tab_devices.dataframe(frame, hide_index=True, key="device_compare")
 
 if tab_conv.open:
     tab_conv.caption("Winograd F(2×2, 3×3) and FFT change the arithmetic of 3×3 / stride-1 convolutions (and so the "
-                     "time) — one reason a profiler's FLOP count differs from the model's 2 × MACs.")
+                     "time) — one reason a profiler's FLOP count differs from the model's 2 × MACs. PALEO at the "
+                     "sidebar's PPP, one algorithm for every convolution (the predicted model picks its own).")
     algos = [estimate(report, dev, batch_size=report.batch_size, dtype=report.dtype, optimizer=report.optimizer,
-                      ppp=est.ppp, conv_algorithm=a) for a in CONV_ALGORITHMS]
+                      ppp=est.ppp, conv_algorithm=a, variant="paleo") for a in CONV_ALGORITHMS]
     tab_conv.dataframe(pd.DataFrame([{"algorithm": e.conv_algorithm, "forward GFLOPs": e.totals["forward_flops"] / 1e9,
                                       "forward ms": e.totals["forward_s"] * 1e3} for e in algos]),
                        hide_index=True, key="conv_algorithms")
@@ -104,7 +149,7 @@ if tab_dp.open:
     try:
         scale = pd.DataFrame(scaling(report, dev, db.interconnects[link], workers=(1, 2, 4, 8),
                                      batch_size=report.batch_size, mode=mode, dtype=report.dtype,
-                                     optimizer=report.optimizer, ppp=est.ppp, allreduce=algo))
+                                     optimizer=report.optimizer, allreduce=algo, **time_settings()))
         tab_dp.dataframe(scale, hide_index=True, key="scaling_table")
     except CalcError as e:
         tab_dp.error(str(e))

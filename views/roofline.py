@@ -21,11 +21,15 @@ secs = t["forward_s"] if which == "forward" else t["backward_s"]
 flops = t["forward_flops"] if which == "forward" else t["backward_flops"]
 network = {"intensity": net_ai, "flops": flops / secs, "label": f"{sel.report.name} (whole {which} pass)"} \
     if net_ai and secs else None
-show(roofline_chart(roofs, points, network), "roofline_chart", f"roofline_{sel.report.name}_{dev.id}_{which}")
+shape_by = "limited_by" if est.variant == "predicted" else "bound"
+show(roofline_chart(roofs, points, network, shape_by), "roofline_chart", f"roofline_{sel.report.name}_{dev.id}_{which}")
 c1, c2, c3 = st.columns(3)
 c1.metric("Ridge point", f"{ridge(est.peak, est.bandwidth):,.2f} FLOP/byte",
           help=f"{dev.name}: {est.peak / 1e12:,.2f} TFLOP/s ({compute}) ÷ {est.bandwidth / 1e9:,.0f} GB/s")
 c2.metric("Network intensity", f"{net_ai:,.2f} FLOP/byte" if net_ai else "—")
 c3.metric("Bound", (r["bound"] if which == "forward" else r["backward_bound"]))
-st.caption("Points sit at each layer's FLOPs per byte moved (weights + inputs + outputs) and its PALEO-estimated "
-           "FLOP/s at the chosen PPP; left of the ridge a layer is memory-bound.")
+st.caption("Points sit at each layer's FLOPs per byte moved (weights + inputs + outputs) and the FLOP/s it "
+           + ("achieves in the prediction (its FLOPs ÷ its predicted time; the shape says which term limits it: a "
+              "launch-bound layer sits far below both roofs)" if est.variant == "predicted" else
+              f"reaches in the PALEO estimate at PPP {est.ppp:g}")
+           + "; left of the ridge a layer is memory-bound at the datasheet figures.")

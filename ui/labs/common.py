@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from core.api import estimate
 from ui.state import choose_model
 
 MIB = 2 ** 20
@@ -44,3 +45,16 @@ def open_button(name: str, key: str) -> None:
     if st.button(f"Open {name} in the calculator", key=key, help="Sets the sidebar's network; every page follows."):
         choose_model(name)
         st.rerun()
+
+
+def predicted_beside_bound(report, device, dtype: str = "fp32") -> dict:
+    """The forward pass of ``report`` on ``device``: the fitted prediction where the time model applies (``None``
+    and the reason where it does not) beside the PALEO bound at PPP 1 (the datasheet peak)."""
+    auto = estimate(report, device, batch_size=report.batch_size, dtype=dtype)
+    bound = auto.bound if auto.bound is not None else auto
+    if auto.variant != "predicted":
+        return {"predicted ms": None, "typical ±%": None, "PALEO bound ms": bound.totals["forward_s"] * 1e3,
+                "predicted ÷ bound": None, "why": auto.variant_reason}
+    p, b = auto.totals["forward_s"], bound.totals["forward_s"]
+    return {"predicted ms": p * 1e3, "typical ±%": auto.typical_error["median"] * 100,
+            "PALEO bound ms": b * 1e3, "predicted ÷ bound": p / b if b else None, "why": auto.variant_reason}

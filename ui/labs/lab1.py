@@ -10,7 +10,7 @@ import streamlit as st
 
 import core
 from core.api import estimate
-from ui.labs.common import in_words, number, open_button, question, reading, shape
+from ui.labs.common import in_words, number, open_button, predicted_beside_bound, question, reading, shape
 
 TITLE = "1 · PALEO, PPP and VGG FLOPs"
 PAPER_NETWORKS = ("vgg16", "googlenet", "resnet50")     # the networks of Lu et al.'s tables 3, 5 and 6
@@ -41,7 +41,8 @@ def k80_table(db, clock: str = "boost", ppp: float = 1.0, networks=PAPER_NETWORK
     """Batch-1 inference of each network on one K80 GPU and on the whole board, single and double precision.
 
     "ms" is the course's formula, FLOPs ÷ (PPP × peak) (PALEO's compute time); "ms, MACs as FLOPs" is the same with
-    the multiply-adds in place of FLOPs (the half-size answer); "PALEO ms" adds the memory time of every layer."""
+    the multiply-adds in place of FLOPs (the half-size answer); "PALEO ms" adds the memory time of every layer;
+    "predicted ms" is the fitted GPU time model's forward pass (None where it has no parameters: ``k80_predicted``)."""
     rows = []
     for name in networks:
         report = core.analyze(name)
@@ -49,14 +50,25 @@ def k80_table(db, clock: str = "boost", ppp: float = 1.0, networks=PAPER_NETWORK
             dev = db.devices[dev_id]
             where = f"board ({dev.gpus_per_board} GPUs)" if dev.gpus_per_board > 1 else "one GPU"
             for dtype in DTYPES:
-                e = estimate(report, dev, dtype=dtype, ppp=ppp)
+                e = estimate(report, dev, dtype=dtype, ppp=ppp, variant="paleo")
                 t, peak = e.totals, dev.peak(dtype) * ppp
                 rows.append({"network": name, "K80": where, "precision": dtype, "peak TFLOP/s": dev.peak(dtype) / 1e12,
                              "GMACs": report.totals["macs"] / 1e9, "GFLOPs": t["forward_flops"] / 1e9,
                              "ms": t["forward_compute_s"] * 1e3, "images/s": 1 / t["forward_compute_s"],
                              "ms, MACs as FLOPs": report.totals["macs"] / peak * 1e3,
-                             "PALEO ms": t["forward_s"] * 1e3})
+                             "PALEO ms": t["forward_s"] * 1e3,
+                             "predicted ms": predicted_beside_bound(report, dev, dtype)["predicted ms"]})
     return pd.DataFrame(rows)
+
+
+def k80_predicted(db, clock: str = "boost") -> str:
+    """Whether the fitted GPU time model covers the K80, in a sentence for the lab (why its column is blank)."""
+    dev = db.devices[K80[clock][0]]
+    why = predicted_beside_bound(core.analyze(PAPER_NETWORKS[0]), dev)["why"]
+    if why.startswith("predicted"):
+        return f"The predicted column is the fitted GPU time model ({why})."
+    return (f"The predicted column is blank: {why[len('PALEO: '):] if why.startswith('PALEO: ') else why}. Without "
+            "published Kepler timings to fit it, this lab can only give the bound.")
 
 
 def layer_timing_sum(est, overhead_us: float) -> dict:
@@ -120,13 +132,14 @@ def show(db) -> None:
     st.subheader("A Tesla K80 from its datasheet (batch 1)")
     st.dataframe(k80_table(db, clock, ppp), hide_index=True, width="stretch", key="lab1_k80",
                  column_config={c: st.column_config.NumberColumn(format="%.3f")
-                                for c in ("peak TFLOP/s", "GMACs", "GFLOPs", "ms", "ms, MACs as FLOPs", "PALEO ms")}
+                                for c in ("peak TFLOP/s", "GMACs", "GFLOPs", "ms", "ms, MACs as FLOPs", "PALEO ms",
+                                          "predicted ms")}
                  | {"images/s": st.column_config.NumberColumn(format="%.1f")})
-    reading(*reading_lines(db))
+    reading(*reading_lines(db), k80_predicted(db, clock))
     st.subheader("Why per-layer GPU timings add up to more than the whole pass")
     overhead = st.number_input("Assumed cost per timed layer (µs): kernel launch + synchronisation + profiler",
                                min_value=0.0, max_value=10_000.0, value=10.0, step=5.0, key="lab1_overhead_us")
-    e = estimate(report, db.devices[K80[clock][0]], ppp=ppp)
+    e = estimate(report, db.devices[K80[clock][0]], ppp=ppp, variant="paleo")
     s = layer_timing_sum(e, overhead)
     t1, t2 = st.columns(2)
     t1.metric("Whole forward pass (PALEO, one K80 GPU)", f"{number(s['whole_ms'])} ms")

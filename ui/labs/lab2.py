@@ -43,7 +43,7 @@ def network_table(names, cpu, gpu, batch: int = 1, input_shape=None) -> pd.DataF
     for name in names:
         r = core.analyze(name, input_shape=input_shape, batch_size=batch)
         t = r.totals
-        on_cpu, on_gpu = estimate(r, cpu, batch_size=batch), estimate(r, gpu, batch_size=batch)
+        on_cpu, on_gpu = (estimate(r, d, batch_size=batch, variant="paleo") for d in (cpu, gpu))
         rows.append({"network": name, "input": shape(r.input_shape), "M params": t["params"] / 1e6,
                      "GMACs/image": t["macs"] / batch / 1e9, "GFLOPs/image": t["flops"] / batch / 1e9,
                      "inference MiB": t["inference_bytes"] / MIB, "FLOP/byte": on_gpu.roofline["arithmetic_intensity"],
@@ -60,7 +60,7 @@ def network_points(names, devices, batch: int = 1, dtype: str = "fp32", input_sh
     for name in names:
         r = core.analyze(name, input_shape=input_shape, batch_size=batch, dtype=dtype)
         for dev in devices:
-            e = estimate(r, dev, batch_size=batch, dtype=dtype)
+            e = estimate(r, dev, batch_size=batch, dtype=dtype, variant="paleo")
             t = e.totals
             rows.append({"layer": name, "op": dev.name, "intensity": e.roofline["arithmetic_intensity"],
                          "flops": t["forward_flops"] / t["forward_s"], "bound": e.roofline["bound"],
@@ -84,7 +84,8 @@ def throughput_table(names, devices, batches=THROUGHPUT_BATCHES, input_shape=Non
     """PALEO-predicted inference samples/s per network, device and batch size (fp32, PPP 1)."""
     return pd.DataFrame([{"network": e.report.name, "device": e.device.name, "batch": e.report.batch_size,
                           "samples/s": e.totals["inference_samples_per_s"]}
-                         for name in names for e in sweep(name, devices, batches, input_shape=input_shape)])
+                         for name in names
+                          for e in sweep(name, devices, batches, input_shape=input_shape, variant="paleo")])
 
 
 def throughput_chart(df: pd.DataFrame) -> alt.Chart:
