@@ -8,7 +8,7 @@ import streamlit as st
 from core import CalcError
 from core.api import estimate, scaling, sweep
 from core.choices import ALLREDUCE, CONV_ALGORITHMS, SCALING_MODES
-from core.paleo import overhead_limited_up_to
+from core.paleo import limiting_term, overhead_limited_up_to
 from ui.charts import bars_chart, lines_chart, memory_chart, show
 from ui.state import devices, page, time_settings
 from ui.text import model_label
@@ -20,7 +20,8 @@ bound = est.bound.totals if est.bound is not None else None
 if est.variant == "predicted":
     e = est.typical_error
     st.caption(f"{report.name} on {dev.name}, batch {report.batch_size}, {report.dtype}. **{model_label(est)}**: "
-               f"{est.variant_reason}; typically within ±{e['median'] * 100:.0f} %, 1 in 10 off by more than "
+               f"{est.variant_reason.removeprefix('predicted: ')}; typically within ±{e['median'] * 100:.0f} %, "
+               "1 in 10 off by more than "
                f"{e['p90'] * 100:.0f} % ({e['basis']}). Beside it, the PALEO bound: PPP 1 = the datasheet peak.")
 else:
     st.caption(f"{report.name} on {dev.name}, batch {report.batch_size}, {report.dtype}, {model_label(est)}"
@@ -51,14 +52,16 @@ tab_parts, tab_batch, tab_devices, tab_conv, tab_dp = st.tabs(
     key="estimates_tab", on_change="rerun")
 
 if tab_parts.open and est.variant == "predicted":
-    lim = est.limited_by
+    lim = {**est.limited_by, "update": {limiting_term(est.update): est.update.total_s}}
     tab_parts.dataframe(pd.DataFrame([
-        {"pass": which, "limited by compute ms": lim[which]["compute"] * 1e3,
-         "limited by memory ms": lim[which]["memory"] * 1e3,
-         "limited by launch overhead ms": lim[which]["overhead"] * 1e3, "total ms": t[f"{which}_s"] * 1e3,
-         "PALEO bound ms": bound[f"{which}_s"] * 1e3} for which in ("forward", "backward")]
-        + [{"pass": "weight update", "total ms": t["update_s"] * 1e3, "PALEO bound ms": bound["update_s"] * 1e3}]),
-        hide_index=True, key="breakdown")
+        {"pass": label, "limited by compute ms": lim[which].get("compute", 0.0) * 1e3,
+         "limited by memory ms": lim[which].get("memory", 0.0) * 1e3,
+         "limited by launch overhead ms": lim[which].get("overhead", 0.0) * 1e3, "total ms": t[f"{which}_s"] * 1e3,
+         "PALEO bound ms": bound[f"{which}_s"] * 1e3}
+        for which, label in (("forward", "forward"), ("backward", "backward"), ("update", "weight update"))]),
+        hide_index=True, key="breakdown", column_config={c: st.column_config.NumberColumn(format="%.3f") for c in (
+            "limited by compute ms", "limited by memory ms", "limited by launch overhead ms", "total ms",
+            "PALEO bound ms")})
     tab_parts.caption("Predicted: each layer takes the largest of its compute time (FLOPs at the peak × the "
                       "efficiency fitted for its class of work, precision and pass, × the share of the GPU its "
                       "tiles fill), its memory time (bytes at the fitted share of the bandwidth) and its launch "
