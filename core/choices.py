@@ -9,6 +9,9 @@ VARIANTS = ("auto", "paleo", "roofline", "predicted")     # PALEO sums compute a
 #                                predicted: the fitted GPU model (core.gpu_model); auto (the default): predicted where
 #                                it applies (core.paleo.auto_variant), else PALEO
 FITTED_PRECISIONS = ("fp32", "tf32", "fp16", "bf16")      # compute precisions the GPU model was fitted on
+LAUNCHES = ("eager", "cuda_graphs")     # how kernels reach the GPU in the predicted model: eager PyTorch (the host
+#                                         pays a fitted cost per kernel call) or CUDA Graphs (a captured pass replayed:
+#                                         no per-call host cost; the GPU's own few-µs gap per kernel is not modelled)
 CONV_ALGORITHMS = ("direct", "fft", "winograd", "auto")   # auto: the fewest FLOPs among those that apply
 ALLREDUCE = ("ring", "tree", "parameter_server")          # data-parallel gradient all-reduce schemes
 SCALING_MODES = ("strong", "weak")                        # strong: global batch split; weak: per-worker batch kept

@@ -13,7 +13,7 @@ import json
 import os
 import sys
 
-from .choices import ALLREDUCE, CONV_ALGORITHMS, DEFAULT_DTYPE, DEFAULT_OPTIMIZER, VARIANTS
+from .choices import ALLREDUCE, CONV_ALGORITHMS, DEFAULT_DTYPE, DEFAULT_OPTIMIZER, LAUNCHES, VARIANTS
 from .errors import CalcError, one_line
 from .precision import OPTIMIZERS, PRECISIONS
 from .report import CONVENTION, Report
@@ -105,6 +105,9 @@ def _parser() -> argparse.ArgumentParser:
                         "the fitted GPU model; paleo: read + compute + write per layer at a PPP; roofline: "
                         "max(compute, memory)")
     e.add_argument("--conv-algo", default=CONV_ALGORITHMS[0], choices=CONV_ALGORITHMS)
+    e.add_argument("--launch", default=LAUNCHES[0], choices=LAUNCHES,
+                   help="predicted model: eager PyTorch (a fitted host cost per kernel, the default) or cuda_graphs "
+                        "(a captured pass replayed: no per-kernel host cost)")
     e.add_argument("--fused", action="store_true", help="elementwise and norm layers do not round-trip memory")
     e.add_argument("--workers", type=int, default=1, help="data-parallel workers")
     e.add_argument("--link", help="interconnect id or name for --workers > 1")
@@ -162,9 +165,11 @@ def _model_line(est) -> str:
     """What the times are: the fitted prediction with its typical error, or PALEO at its PPP (and why)."""
     if est.variant == "predicted":
         e = est.typical_error
+        launch = ("memory and launch overhead (eager PyTorch)" if est.launch == "eager" else
+                  "and memory (CUDA Graphs: no per-kernel host cost; the fit saw eager runs only)")
         return (f"Time model:     predicted, typically ±{e['median'] * 100:.0f} % (1 in 10 off by more than "
-                f"{e['p90'] * 100:.0f} %; {e['basis']}). Each layer takes the largest of compute, memory and launch "
-                "overhead; --ppp or --variant paleo gives classic PALEO")
+                f"{e['p90'] * 100:.0f} %; {e['basis']}). Each layer takes the largest of compute, {launch}; "
+                "--ppp or --variant paleo gives classic PALEO")
     calibrated = " × the calibrated efficiency of each class of work" if est.device.efficiency else ""
     if est.ppp == 1 and est.ppp_memory == 1:
         ppp = f"1.0{calibrated}" if calibrated else "1.0 = datasheet peak, an optimistic bound"
@@ -277,7 +282,8 @@ def _run(args) -> int:
         est = estimate(args.model, args.device, batch_size=args.batch, dtype=args.dtype, ppp=args.ppp,
                        ppp_memory=args.ppp_memory, optimizer=args.optimizer, variant=args.variant,
                        conv_algorithm=args.conv_algo, fused=args.fused, workers=args.workers, link=args.link,
-                       ppp_comm=args.ppp_comm, allreduce=args.allreduce, input_shape=args.input, db=db)
+                       ppp_comm=args.ppp_comm, allreduce=args.allreduce, launch=args.launch, input_shape=args.input,
+                       db=db)
         text = json.dumps(est.to_dict(), indent=1, allow_nan=False) if args.json else format_estimate(est)
         print(text)
         return 0

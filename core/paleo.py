@@ -29,6 +29,7 @@ from .choices import (
     DEFAULT_DTYPE,
     DEFAULT_OPTIMIZER,
     FITTED_PRECISIONS,
+    LAUNCHES,
     SCALING_MODES,
     VARIANTS,
 )
@@ -384,7 +385,8 @@ class Estimate:
 
     def __init__(self, report: Report, device: Device, *, ppp: float = 1.0, ppp_memory: float | None = None,
                  variant: str = "auto", conv_algorithm: str = "direct", fused: bool = False, workers: int = 1,
-                 link: Interconnect | None = None, ppp_comm: float = 1.0, allreduce: str = "ring"):
+                 link: Interconnect | None = None, ppp_comm: float = 1.0, allreduce: str = "ring",
+                 launch: str = "eager"):
         self.report = report
         self.device = device
         self.precision: Precision = report.precision
@@ -401,6 +403,7 @@ class Estimate:
             self.variant, self.variant_reason = auto_variant(device, self.precision.compute, self.ppp,
                                                              self.ppp_memory, self.conv_algorithm)
         self.allreduce = _choice(allreduce, ALLREDUCE, "allreduce")
+        self.launch = _choice(launch, LAUNCHES, "launch")
         self.fused = bool(fused)
         _check_workers(workers)
         if workers > 1 and link is None:
@@ -431,8 +434,11 @@ class Estimate:
                                 "PALEO (variant paleo)", field="ppp" if self.ppp != 1 else "ppp_memory",
                                 value=self.ppp if self.ppp != 1 else self.ppp_memory)
             self.model_params = gpu_model.generation_params(device)
-            self.terms = gpu_model.terms()
+            # CUDA Graphs replay a captured pass: the host's per-kernel cost (the overhead term) is not paid
+            self.terms = tuple(t for t in gpu_model.terms() if self.launch == "eager" or t.name != "overhead")
         else:
+            if self.launch != "eager":      # a calibrated device's cost per call is a measurement: it stays
+                self.variant_reason += "; CUDA Graphs change the predicted model only"
             self.terms = tuple(t for t in TERMS if t.applies(device))
         self.work = network_work(report.compiled, self.fused)
 
@@ -681,7 +687,7 @@ class Estimate:
         if self.variant != "predicted":
             return None
         return Estimate(self.report, self.device, variant="paleo", fused=self.fused, workers=self.workers,
-                        link=self.link, ppp_comm=self.ppp_comm, allreduce=self.allreduce)
+                        link=self.link, ppp_comm=self.ppp_comm, allreduce=self.allreduce, launch=self.launch)
 
     @cached_property
     def typical_error(self) -> dict | None:
@@ -714,7 +720,7 @@ class Estimate:
             "model": self.report.name, "input_shape": list(self.report.input_shape),
             "batch_size": self.report.batch_size, "dtype": self.report.dtype, "device": self.device.id,
             "device_name": self.device.name, "ppp": self.ppp, "ppp_memory": self.ppp_memory,
-            "variant": self.variant, "conv_algorithm": self.conv_algorithm, "fused": self.fused,
+            "variant": self.variant, "conv_algorithm": self.conv_algorithm, "fused": self.fused, "launch": self.launch,
             "workers": self.workers, "link": self.link.id if self.link else None,
             "totals": self.totals, "roofline": self.roofline, "layers": self.layers,
             "variant_reason": self.variant_reason, "typical_error": self.typical_error,
@@ -762,7 +768,8 @@ def _report(model: Any, batch_size: int, dtype: str, optimizer: str) -> Report:
 def estimate(model: Report | Network, device: Any, batch_size: int = 1, dtype: str = DEFAULT_DTYPE, *,
              ppp: float = 1.0, ppp_memory: float | None = None, optimizer: str = DEFAULT_OPTIMIZER,
              variant: str = "auto", conv_algorithm: str = "direct", fused: bool = False, workers: int = 1,
-             link: Any = None, ppp_comm: float = 1.0, allreduce: str = "ring", db: DeviceDB | None = None) -> Estimate:
+             link: Any = None, ppp_comm: float = 1.0, allreduce: str = "ring", launch: str = "eager",
+             db: DeviceDB | None = None) -> Estimate:
     """Time estimate of ``model`` (a Report or a Network) on ``device`` (id, name or Device). ``variant`` "auto":
     the fitted GPU model where it applies (``auto_variant``), else PALEO."""
     report = _report(model, batch_size, dtype, optimizer)
@@ -771,7 +778,7 @@ def estimate(model: Report | Network, device: Any, batch_size: int = 1, dtype: s
     if link is not None:
         lk = link if isinstance(link, Interconnect) else _db(db).link(link)
     return Estimate(report, dev, ppp=ppp, ppp_memory=ppp_memory, variant=variant, conv_algorithm=conv_algorithm,
-                    fused=fused, workers=workers, link=lk, ppp_comm=ppp_comm, allreduce=allreduce)
+                    fused=fused, workers=workers, link=lk, ppp_comm=ppp_comm, allreduce=allreduce, launch=launch)
 
 
 def scaling(model: Report | Network, device: Any, link: Any, workers=(1, 2, 4, 8), batch_size: int = 64,
@@ -807,7 +814,8 @@ def scaling(model: Report | Network, device: Any, link: Any, workers=(1, 2, 4, 8
     return rows
 
 
-SETTINGS = ("ppp", "ppp_memory", "variant", "conv_algorithm", "fused", "workers", "link", "ppp_comm", "allreduce")
+SETTINGS = ("ppp", "ppp_memory", "variant", "conv_algorithm", "fused", "workers", "link", "ppp_comm", "allreduce",
+            "launch")
 
 
 def check_settings(kw: dict, taken: tuple = (), extra: tuple = ()) -> None:

@@ -143,3 +143,18 @@ def test_the_batch_below_which_launch_overhead_dominates(toy_params):
     assert [e.overhead_share for e in runs] == pytest.approx([1.0, 1.0, 0.0])
     assert overhead_limited_up_to(runs) == 2
     assert overhead_limited_up_to(runs[2:]) is None
+
+
+def test_cuda_graphs_drop_the_per_kernel_host_cost(toy_params):
+    e = estimate(two_layer(), TOY, batch_size=2, launch="cuda_graphs")
+    # fc: max(compute 2.56e-6, memory 3.2e-6) = 3.2e-6 s; act: max(1.6e-8, 1.6e-6) = 1.6e-6 s (no 1e-5 s launch)
+    assert e.totals["forward_s"] == pytest.approx(3.2e-6 + 1.6e-6) and e.totals["forward_overhead_s"] == 0
+    assert e.update_work().calls and e.update.overhead_s == 0
+    assert e.to_dict()["launch"] == "cuda_graphs"
+    # PALEO keeps a calibrated device's measured cost per call, and says that the setting changed nothing
+    from core import CalcError
+    calibrated = dataclasses.replace(TOY, layer_overhead={"linear": 1e-5})
+    graphs = estimate(two_layer(), calibrated, launch="cuda_graphs")
+    assert graphs.totals == estimate(two_layer(), calibrated).totals and "predicted model only" in graphs.variant_reason
+    with pytest.raises(CalcError, match="launch"):
+        estimate(two_layer(), TOY, launch="graphs")

@@ -21,18 +21,18 @@ import streamlit as st
 
 import core
 from core.api import estimate
-from core.choices import DEFAULT_DTYPE, DEFAULT_OPTIMIZER, VARIANTS
+from core.choices import DEFAULT_DTYPE, DEFAULT_OPTIMIZER, LAUNCHES, VARIANTS
 from core.devices import DeviceDB, load_devices
 from core.paleo import Estimate
 from core.precision import OPTIMIZERS, PRECISIONS
 from core.zoo import family
 
-MODEL, INPUT, BATCH, DTYPE, OPTIMIZER, DEVICE, PPP, VARIANT = (
-    "model", "input_shape", "batch_size", "dtype", "optimizer", "device", "ppp", "variant")
+MODEL, INPUT, BATCH, DTYPE, OPTIMIZER, DEVICE, PPP, VARIANT, LAUNCH = (
+    "model", "input_shape", "batch_size", "dtype", "optimizer", "device", "ppp", "variant", "launch")
 CUSTOM = "custom"                    # the MODEL value for the network built or edited on the Network page
 CUSTOM_NET, HISTORY = "custom_network", "custom_history"   # the current custom Network; earlier versions (undo)
 DEFAULTS = {MODEL: "mnist_cnn", INPUT: "", BATCH: 1, DTYPE: DEFAULT_DTYPE, OPTIMIZER: DEFAULT_OPTIMIZER,
-            DEVICE: "v100-sxm2", PPP: 1.0, VARIANT: VARIANTS[0]}
+            DEVICE: "v100-sxm2", PPP: 1.0, VARIANT: VARIANTS[0], LAUNCH: LAUNCHES[0]}
 VARIANT_LABELS = {"auto": "auto: predicted where fitted, else PALEO", "predicted": "predicted (fitted GPU model)",
                   "paleo": "PALEO at the PPP", "roofline": "roofline: max(compute, memory) at the PPP"}
 
@@ -175,6 +175,11 @@ def sidebar() -> Selection:
                           "(compute, memory and launch overhead per layer), labelled with its typical held-out "
                           "error. PALEO: FLOPs at PPP × peak plus bytes at PPP × bandwidth, the classic bound. "
                           "auto uses predicted on a GPU whose generation is fitted at PPP 1, else PALEO.")
+        st.radio("Kernel launches", list(LAUNCHES), key=LAUNCH, horizontal=True,
+                 format_func=lambda v: {"eager": "eager PyTorch", "cuda_graphs": "CUDA Graphs"}.get(v, v),
+                 help="Predicted model only. Eager PyTorch: the host pays a fitted cost for every kernel, which "
+                      "dominates small batches. CUDA Graphs replay a captured pass without it (the GPU's own few "
+                      "µs between kernels is not modelled; the fit saw eager runs only).")
         st.slider("PPP (platform percent of peak)", 0.05, 1.0, step=0.05, key=PPP,
                   help="The fraction of the datasheet peak the software reaches. 1.0 = peak: an optimistic bound; "
                        "cuDNN-class libraries come close to 1, frameworks with overhead 0.5 or less. A PPP below 1 "
@@ -205,7 +210,7 @@ def time_settings(across_devices: bool = False) -> dict:
     variant = st.session_state[VARIANT]
     if across_devices and variant == "predicted":
         variant = "auto"
-    return {"ppp": float(st.session_state[PPP]), "variant": variant}
+    return {"ppp": float(st.session_state[PPP]), "variant": variant, "launch": st.session_state[LAUNCH]}
 
 
 def page(title: str, *, needs_estimate: bool = False, tab: str | None = None) -> Selection:
