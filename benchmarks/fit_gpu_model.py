@@ -9,7 +9,9 @@ single PPP that minimises the median |log error| over the training rows.
 
 Errors are |predicted / measured − 1|: in-sample, leave-one-source-out (LOSO) and leave-one-GPU-out (LOGO): each
 held-out row predicted by a fit that did not see its source (GPU); a generation with no training rows in a fold
-uses the fold's all-rows set. The prediction is the model evaluated with numpy on features taken from
+uses the fold's all-rows set. A row's generation is its device's ``architecture``. The file also gets each
+generation's LOSO error (``errors_by_generation``), which the estimate quotes as a GPU's typical error.
+The prediction is the model evaluated with numpy on features taken from
 core.paleo's own per-layer works; ``check_against_estimate`` confirms it equals ``Estimate(variant="predicted")``.
 
 Run: ``python benchmarks/fit_gpu_model.py [--quick]`` (``--quick``: fewer descent rounds, no file written), or
@@ -70,7 +72,9 @@ def load_rows() -> tuple[list[dict], dict]:
         if why:
             skipped[why] = skipped.get(why, 0) + 1
             continue
-        rows.append({**r, "batch": int(r["batch"]), "measured_s": float(r["measured_ms"]) / 1e3, "device": dev})
+        # the generation a row is fitted under is its device's architecture (what core.gpu_model looks up)
+        rows.append({**r, "generation": dev.architecture, "batch": int(r["batch"]),
+                     "measured_s": float(r["measured_ms"]) / 1e3, "device": dev})
     return rows, skipped
 
 
@@ -119,7 +123,7 @@ def features(rows: list[dict]) -> dict:
             cols["wave"].append(gpu_model.wave_efficiency(w.tiles, dev.sm_count))
             cols["peak"].append(e.peak)
             cols["bw"].append(e.bandwidth)
-        paleo_s.append(pass_seconds(Estimate(e.report, dev).totals, r["pass"]))      # classic PALEO at PPP 1
+        paleo_s.append(pass_seconds(Estimate(e.report, dev, variant="paleo").totals, r["pass"]))  # PALEO, PPP 1
     f = {k: np.array(v, dtype=float) for k, v in cols.items()}
     f["row"] = f["row"].astype(int)
     f["cls"], f["tc"] = f["cls"].astype(int), f["tc"].astype(int)
@@ -253,7 +257,19 @@ def params_document(fitted: dict, rows: list[dict], skipped: dict, res: dict) ->
         "errors": {k: dict(zip(("median", "p90", "rows"), stats(_err(res[k][0] if isinstance(res[k], tuple)
                                                                         else res[k], m))))
                    for k in ("insample", "loso", "logo")},
+        "errors_by_generation": errors_by_generation(rows, res["loso"][0], m),
     }
+
+
+def errors_by_generation(rows: list[dict], pred: np.ndarray, meas: np.ndarray) -> dict:
+    """{generation: {"median", "p90", "rows"}} of the held-out |error| of each generation's rows (the LOSO
+    predictions: what ``core.paleo.typical_error`` quotes for a GPU of that generation)."""
+    gens = np.array([r["generation"] for r in rows])
+    out = {}
+    for g in sorted(set(gens)):
+        idx = np.flatnonzero(gens == g)
+        out[g] = dict(zip(("median", "p90", "rows"), stats(_err(pred[idx], meas[idx]))))
+    return out
 
 
 def measure(quick: bool = False, write: bool | None = None) -> dict:

@@ -114,9 +114,13 @@ _BANDWIDTH = {"minimum": BANDWIDTH_RANGE[0], "maximum": BANDWIDTH_RANGE[1]}
 _PEAKS = _each(PRECISION_KEYS, {"type": "number", **_PEAK})
 
 # GPU generations a device's ``architecture`` names (the GPU time model fits its parameters per generation), oldest
-# first per vendor; "fixed-function": a GPU before programmable shaders (GeForce 256).
-ARCHITECTURES = ("fixed-function", "tesla", "fermi", "kepler", "maxwell", "pascal", "volta", "turing", "ampere", "ada",
-                 "hopper", "blackwell", "gcn", "rdna", "rdna2", "rdna3", "cdna", "cdna2", "cdna3")
+# first per vendor; "fixed-function": a GPU before programmable shaders (GeForce 256). "ampere" is the GA10x chips
+# (RTX 30, A10, A40, RTX A6000); "ampere-ga100" the data-centre A100 (GA100: tensor cores at twice the GA10x rate
+# per SM, 64 FP32 lanes per SM), fitted apart because it runs the same work differently (A100 whitepaper, GA102
+# whitepaper).
+ARCHITECTURES = ("fixed-function", "tesla", "fermi", "kepler", "maxwell", "pascal", "volta", "turing", "ampere",
+                 "ampere-ga100", "ada", "hopper", "blackwell", "gcn", "rdna", "rdna2", "rdna3", "cdna", "cdna2",
+                 "cdna3")
 # FP32 lanes (CUDA cores, AMD stream processors) per SM / compute unit, each generation's published values: fp32
 # peak = 2 (FMA) x lanes x SMs x boost clock. Two values where the generation's data-centre chip differs from its
 # graphics chips. Sources: NVIDIA Kepler GK110/GK210 whitepaper (192); GeForce GTX 980 (GM204) whitepaper (128);
@@ -125,8 +129,8 @@ ARCHITECTURES = ("fixed-function", "tesla", "fermi", "kepler", "maxwell", "pasca
 # whitepaper (128); H100 (Hopper) whitepaper (128); AMD CDNA 2 whitepaper (64 per CU); AMD CDNA 3 whitepaper (128
 # per CU, as AMD counts its fp32 vector peak: dual-issue); AMD RX 6800 product page (RDNA 2: 64 per CU).
 FP32_LANES_PER_SM = {"kepler": (192,), "maxwell": (128,), "pascal": (64, 128), "volta": (64,), "turing": (64,),
-                     "ampere": (64, 128), "ada": (128,), "hopper": (128,), "rdna2": (64,), "cdna2": (64,),
-                     "cdna3": (128,)}
+                     "ampere": (64, 128), "ampere-ga100": (64,), "ada": (128,), "hopper": (128,), "rdna2": (64,),
+                     "cdna2": (64,), "cdna3": (128,)}
 CLOCK_RANGE = (1e6, 1e11)           # Hz: 1 MHz to 100 GHz
 SM_MAX = 100_000                    # SMs / compute units on one GPU
 

@@ -19,6 +19,17 @@ Every factor but the wave efficiency is a named parameter, fitted per GPU archit
   conv2d rule's ``algorithms``), as cuDNN picks it; tensor-core precisions run it as an implicit GEMM.
 * The optimizer step: per-parameter work at the same terms, one kernel call per layer that holds trainable
   parameters (PyTorch's eager per-parameter loop).
+
+Generations are the devices' ``architecture`` values; Ampere is two: ``ampere`` (GA10x: RTX 30, A10, A40, RTX A6000)
+and ``ampere-ga100`` (A100), fitted apart because GA100's tensor cores do twice the work per SM (held-out error with
+one Ampere set, same rows and fit: LOSO median / p90 21.4 % / 49.2 %, LOGO 20.4 % / 49.4 %; split: 19.5 % / 47.9 %,
+19.6 % / 48.8 %).
+
+Not modelled: ``model.half()`` on a GPU with no fast fp16 (Pascal GP102/GP104: TITAN Xp, GTX 1080 Ti), where cuDNN
+keeps half storage but computes in fp32. Such a device has no fp16 peak, so the estimate refuses fp16 and the fit
+skips those rows. The rule "fp16 at the fp32 peak, no tensor factor, half the bytes" was tried on the 100 rows and
+made held-out error worse: those rows LOSO median 35 %, p90 86 %; all rows LOGO 21.6 % / 56.8 % against
+20.4 % / 49.4 % without them.
 """
 
 from __future__ import annotations

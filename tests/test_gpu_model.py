@@ -110,6 +110,32 @@ def test_fitted_file_covers_the_dataset():
     assert doc["fitted"] and doc["errors"]["loso"]["rows"] > 0
 
 
+def test_fitted_file_gives_held_out_error_per_generation():
+    """errors_by_generation splits the leave-one-source-out rows by generation: every fitted generation has one,
+    their rows add up to the LOSO rows, and each is a median ≤ p90 of |error| ≥ 0 (no fitted number is asserted)."""
+    gm.load_params.cache_clear()
+    doc = gm.load_params()
+    by_gen = doc["errors_by_generation"]
+    assert set(by_gen) == set(doc["generations"])
+    assert sum(e["rows"] for e in by_gen.values()) == doc["errors"]["loso"]["rows"]
+    for g, e in by_gen.items():
+        assert set(e) == {"median", "p90", "rows"}, g
+        assert e["rows"] > 0 and 0 <= e["median"] <= e["p90"], g
+    for k in ("insample", "loso", "logo"):                   # the keys other code reads, unchanged
+        assert set(doc["errors"][k]) == {"median", "p90", "rows"}
+
+
+def test_a100_is_fitted_apart_from_ga10x():
+    """GA100 (A100) and GA10x (RTX 3090, A10, A40, RTX A6000) are distinct generations in the device data, so the
+    model looks up different parameters for them."""
+    from core.devices import ARCHITECTURES, load_devices
+    db = load_devices()
+    assert "ampere-ga100" in ARCHITECTURES
+    assert {db.device(i).architecture for i in ("a100-40gb-sxm", "a100-80gb-sxm", "a100-40gb-pcie",
+                                                "a100-80gb-pcie")} == {"ampere-ga100"}
+    assert {db.device(i).architecture for i in ("rtx-3090", "a10", "a40", "rtx-a6000")} == {"ampere"}
+
+
 def test_predicted_needs_fitted_parameters():
     with pytest.raises(CalcError, match="architecture"):
         estimate(two_layer(), "core-i7-920", variant="predicted")      # a datasheet CPU: no generation

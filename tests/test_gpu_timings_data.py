@@ -37,7 +37,7 @@ AGREED_NEW_IDS = {
     "gtx-1080", "gtx-1080-ti", "titan-x-maxwell", "titan-x-pascal", "k40", "titan-v",
     "rtx-2080-ti", "quadro-rtx-8000", "rtx-a6000", "a10", "a40", "l4", "l40s",
 }
-GENERATIONS = {"kepler", "maxwell", "pascal", "volta", "turing", "ampere", "ada", "hopper",
+GENERATIONS = {"kepler", "maxwell", "pascal", "volta", "turing", "ampere", "ampere-ga100", "ada", "hopper",
                "blackwell"}
 
 

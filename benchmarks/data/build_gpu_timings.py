@@ -46,9 +46,9 @@ GENERATION = {
     "titan-x-maxwell": "maxwell", "gtx-1080": "pascal", "gtx-1080-ti": "pascal",
     "titan-x-pascal": "pascal", "titan-xp": "pascal", "titan-v": "volta",
     "v100-sxm2": "volta", "rtx-2080-ti": "turing", "t4": "turing",
-    "a100-40gb-sxm": "ampere", "a100-80gb-sxm": "ampere", "quadro-rtx-8000": "turing",
-    "rtx-3090": "ampere", "a10": "ampere", "a100-40gb-pcie": "ampere",
-    "a100-80gb-pcie": "ampere", "rtx-a6000": "ampere", "rtx-4090": "ada",
+    "a100-40gb-sxm": "ampere-ga100", "a100-80gb-sxm": "ampere-ga100", "quadro-rtx-8000": "turing",
+    "rtx-3090": "ampere", "a10": "ampere", "a100-40gb-pcie": "ampere-ga100",
+    "a100-80gb-pcie": "ampere-ga100", "rtx-a6000": "ampere", "rtx-4090": "ada",
     "h100-pcie": "hopper", "h100-sxm": "hopper",
 }
 
