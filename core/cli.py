@@ -165,10 +165,10 @@ def _model_line(est) -> str:
     """What the times are: the fitted prediction with its typical error, or PALEO at its PPP (and why)."""
     if est.variant == "predicted":
         e = est.typical_error
-        launch = ("memory and launch overhead (eager PyTorch)" if est.launch == "eager" else
-                  "and memory (CUDA Graphs: no per-kernel host cost; the fit saw eager runs only)")
+        terms = ("compute, memory and launch overhead (eager PyTorch)" if est.launch == "eager" else
+                 "compute and memory (CUDA Graphs: no per-kernel host cost; untested: the fit saw eager runs only)")
         return (f"Time model:     predicted, typically ±{e['median'] * 100:.0f} % (1 in 10 off by more than "
-                f"{e['p90'] * 100:.0f} %; {e['basis']}). Each layer takes the largest of compute, {launch}; "
+                f"{e['p90'] * 100:.0f} %; {e['basis']}). Each layer takes the largest of {terms}; "
                 "--ppp or --variant paleo gives classic PALEO")
     calibrated = " × the calibrated efficiency of each class of work" if est.device.efficiency else ""
     if est.ppp == 1 and est.ppp_memory == 1:
