@@ -352,6 +352,9 @@ def auto_variant(device: Device, compute: str, ppp: float = 1.0, ppp_memory: flo
     return "predicted", f"predicted: the time model fitted on published timings of {device.architecture} GPUs"
 
 
+MIN_GENERATION_ROWS = 20       # fewer held-out rows than this: a generation's own error is too thin to quote
+
+
 def typical_error(device: Device) -> dict:
     """The predicted model's held-out error (leave-one-source-out: each row predicted by a fit that did not see its
     source): the device's generation where it has at least ``MIN_GENERATION_ROWS`` held-out rows, else all rows."""
@@ -366,9 +369,6 @@ def typical_error(device: Device) -> dict:
             "basis": f"leave-one-source-out over {basis}"}
 
 
-MIN_GENERATION_ROWS = 20
-
-
 def limiting_term(t: PassTime) -> str:
     """The largest of a time's terms: compute, memory (fresh pages included) or overhead; "none" for no time."""
     terms = {"compute": t.compute_s, "memory": t.memory_s + t.fresh_pages_s, "overhead": t.overhead_s}
@@ -377,7 +377,8 @@ def limiting_term(t: PassTime) -> str:
 
 
 class Estimate:
-    """PALEO times for one network on one device at one batch size, precision and set of PPP factors.
+    """Times for one network on one device at one batch size, precision and set of settings: PALEO (at PPP
+    factors), the roofline variant, or the fitted GPU model (``predicted``; ``auto`` picks it where it applies).
 
     Every time is made by one path: works (one per layer, or one per class of work where the variant adds terms,
     which gives the same sum) → the device's terms (``TERMS``) → ``combine`` → a ``PassTime``. ``layer_times``
