@@ -340,6 +340,9 @@ def auto_variant(device: Device, compute: str, ppp: float = 1.0, ppp_memory: flo
         return "paleo", f"PALEO: the fitted time model is for GPUs; {device.name} is a {device.kind}"
     if device.efficiency or device.layer_overhead or device.alloc_bandwidth:
         return "paleo", f"PALEO with the figures measured on {device.name} (calibrated)"
+    if device.gpus_per_board > 1:
+        return "paleo", (f"PALEO: {device.name} is a board of {device.gpus_per_board} GPUs; the time model predicts "
+                         "one GPU")
     if ppp != 1 or (ppp_memory is not None and ppp_memory != 1):
         return "paleo", "PALEO: a PPP was set (PPP 1 is the predicted model)"
     if conv_algorithm != "direct":

@@ -38,7 +38,8 @@ def two_layer() -> Network:
     ("toy", {"ppp_memory": 0.5}, "paleo", "PPP"),
     ("toy", {"conv_algorithm": "fft"}, "paleo", "fft"),
     ("toy", {"dtype": "int8"}, "paleo", "int8"),
-    ("k80", {}, "paleo", "kepler"),                       # no Kepler rows in the dataset: nothing fitted
+    ("k80-board", {}, "paleo", "board of 2 GPUs"),        # a board is two GPUs: the model predicts one
+    ("radeon-rx-6800", {}, "paleo", "rdna2"),              # no RDNA2 rows in the dataset: nothing fitted
     ("core-i7-920", {}, "paleo", "CPU"),
 ])
 def test_auto_picks_the_prediction_only_where_it_applies(toy_params, device, settings, variant, reason):
@@ -132,8 +133,8 @@ def test_the_cli_labels_a_prediction_with_its_typical_error_and_the_bound():
     assert out["variant"] == "predicted" and out["bound"] and out["typical_error"]["p90"] > 0
     p = run("--device", "v100-sxm2", "--ppp", "0.5")
     assert "paleo, PPP compute 0.5" in p.stdout and "a PPP was set" in p.stdout and "[bound" not in p.stdout
-    p = run("--device", "k80")
-    assert "no fitted parameters for kepler GPUs" in p.stdout
+    p = run("--device", "radeon-rx-6800")                 # an AMD RDNA2 GPU: no published timings fitted
+    assert "no fitted parameters for rdna2 GPUs" in p.stdout
 
 
 def test_the_batch_below_which_launch_overhead_dominates(toy_params):
