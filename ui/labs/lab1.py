@@ -66,7 +66,12 @@ def k80_predicted(db, clock: str = "boost") -> str:
     dev = db.devices[K80[clock][0]]
     why = predicted_beside_bound(core.analyze(PAPER_NETWORKS[0]), dev)["why"]
     if why.startswith("predicted"):
-        return f"The predicted column is the fitted GPU time model ({why})."
+        e = estimate(core.analyze(PAPER_NETWORKS[0]), dev).typical_error
+        return (f"predicted ms is the GPU time model fitted on published timings of {dev.architecture} GPUs, "
+                f"typically within ±{e['median'] * 100:.0f} % ({e['basis']}); blank for the board (the model "
+                "predicts one GPU) and for fp64 (not fitted). It differs from PALEO ms because kernels reach a "
+                "fitted share of the peak, 3×3 convolutions run as Winograd (fewer FLOPs), and at batch 1 every "
+                "kernel launch costs tens of µs.")
     return (f"The predicted column is blank: {why[len('PALEO: '):] if why.startswith('PALEO: ') else why}. Without "
             "published Kepler timings to fit it, this lab can only give the bound.")
 
