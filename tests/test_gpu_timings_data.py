@@ -9,6 +9,7 @@ figure.
 from __future__ import annotations
 
 import csv
+import importlib.util
 import json
 import math
 import re
@@ -21,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "benchmarks" / "data"
 CSV_PATH = DATA / "gpu_timings.csv"
 README = DATA / "README.md"
+TF_TRANSCRIBED = DATA / "tensorflow_k80_transcribed.csv"
 
 REQUIRED = [
     "network", "torchvision_match", "gpu", "generation", "batch", "precision", "pass",
@@ -112,7 +114,7 @@ def test_coverage_targets(rows):
     passes = {r["pass"] for r in rows}
     assert len(sources) >= 3, sources
     assert len(gpus) >= 8, gpus
-    assert len(gens) >= 3, gens
+    assert len(gens) >= 3 and "kepler" in gens, gens
     assert "fp32" in precs and precs & {"mixed", "fp16"}, precs
     assert 1 in batches and max(batches) >= 128, sorted(batches)
     assert passes & INFERENCE_PASSES and passes & TRAINING_PASSES, passes
@@ -142,3 +144,76 @@ def test_generation_matches_device_specs(rows):
         arch = specs.get(r["gpu"], {}).get("architecture")
         if arch:
             assert r["generation"] == arch, f"row {i + 2}: {r['gpu']} is {arch}, row says {r['generation']}"
+
+
+def _builder():
+    """benchmarks/data/build_gpu_timings.py as a module (its SOURCES and MXNET_DOCS; it runs nothing on import)."""
+    spec = importlib.util.spec_from_file_location("build_gpu_timings", DATA / "build_gpu_timings.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_every_source_is_a_file_at_a_commit(rows):
+    """Each row's source is a github.com/<repo>/blob/<40-hex commit>/<path> URL, then ' :: ' and where in the
+    file; the repository and commit are the ones the build script pins for the row's source_id."""
+    b = _builder()
+    pinned = {sid: {(repo, commit)} for sid, (repo, commit) in b.SOURCES.items()}
+    pinned["apache-mxnet-perf"] |= {("apache/mxnet", commit) for commit, *_ in b.MXNET_DOCS}
+    for i, r in enumerate(rows):
+        m = re.match(r"^https://github\.com/([\w.-]+/[\w.-]+)/blob/([0-9a-f]{40})/[^:]+ :: \S", r["source"])
+        assert m, f"row {i + 2}: {r['source'][:100]!r}"
+        assert (m.group(1), m.group(2)) in pinned[r["source_id"]], f"row {i + 2}: {m.groups()}"
+
+
+def test_source_ids_match_the_builder(rows, readme_sources):
+    b = _builder()
+    assert {r["source_id"] for r in rows} == set(b.SOURCES)
+    assert set(b.SOURCES) <= readme_sources
+
+
+def test_kepler_rows(rows):
+    """Kepler (K80, K40) rows: three sources, both kinds of pass, batch 1 to 256, all fp32 on built-in networks."""
+    from core import zoo
+    kepler = [r for r in rows if r["generation"] == "kepler"]
+    assert {r["gpu"] for r in kepler} == {"k80", "k40"}
+    assert {r["source_id"] for r in kepler} == {"tensorflow-benchmarks-doc", "apache-mxnet-perf",
+                                                "bvlc-caffe-performance"}
+    assert {r["pass"] for r in kepler} == {"inference", "training_step"}
+    assert {r["precision"] for r in kepler} == {"fp32"}
+    batches = {int(r["batch"]) for r in kepler if r["gpu"] == "k80"}
+    assert {1, 2, 4, 8, 256} <= batches
+    assert {r["network"] for r in kepler} <= set(zoo.names())
+
+
+def test_tensorflow_transcription_is_in_the_dataset(rows):
+    """Each line of the hand transcription is one K80 row: same batch, same images/s, ms = batch / images/s."""
+    tf = [r for r in rows if r["source_id"] == "tensorflow-benchmarks-doc"]
+    lines = list(csv.DictReader(TF_TRANSCRIBED.open(encoding="utf-8")))
+    assert len(tf) == len(lines) == 12
+    for t in lines:
+        hits = [r for r in tf if f"column '{t['column']}'" in r["source"] and t["section"] in r["source"]
+                and t["table"] in r["source"]]
+        assert len(hits) == 1, t
+        assert int(hits[0]["batch"]) == int(t["batch"])
+        assert float(hits[0]["original_value"]) == float(t["images_per_s"])
+    # e.g. GCE ResNet-50 at batch 64: 51.9 images/s → 64 / 51.9 × 1000 = 1233.141 ms
+    gce = next(r for r in tf if r["network"] == "resnet50" and r["batch"] == "64" and "Google" in r["source"])
+    assert float(gce["measured_ms"]) == pytest.approx(1233.141, abs=1e-3)
+
+
+def test_caffe_rows_convert():
+    """Caffe's K40 figures: s per 20 iterations of 256 images, s per 50,000 images in batches of 50."""
+    rows_ = [r for r in csv.DictReader(CSV_PATH.open(newline="")) if r["source_id"] == "bvlc-caffe-performance"]
+    assert len(rows_) == 4
+    for r in rows_:
+        v, unit, batch = float(r["original_value"]), r["original_unit"], int(r["batch"])
+        m = re.match(r"^s per (\d+) (iterations|images)$", unit)
+        assert m, unit
+        n = int(m.group(1))
+        want = v / n * 1000 if m.group(2) == "iterations" else v / (n / batch) * 1000
+        assert float(r["measured_ms"]) == pytest.approx(want, rel=1e-6)
+    # standard Caffe training: 26.5 s / 20 iterations = 1.325 s = 1325 ms per batch of 256
+    assert any(r["pass"] == "training_step" and float(r["measured_ms"]) == pytest.approx(1325.0) for r in rows_)
+    # cuDNN testing: 60.7 s for 50,000 images = 1000 batches of 50 → 60.7 ms per batch
+    assert any(r["pass"] == "inference" and float(r["measured_ms"]) == pytest.approx(60.7) for r in rows_)

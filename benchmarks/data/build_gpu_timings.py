@@ -1,8 +1,12 @@
 """Rebuild gpu_timings.csv from local git snapshots of the public sources.
 
 Every number in gpu_timings.csv is read here from a file of one of the
-repositories below at the commit named in SOURCES; nothing is typed in by
-hand.  The snapshots are not part of this repository: point MIRROR at a folder
+repositories below at the commit named in SOURCES (or, for the MXNet documents,
+in MXNET_DOCS), with one exception: the TensorFlow K80 rows come from
+``tensorflow_k80_transcribed.csv`` in this folder, typed in from
+tensorflow/tensorflow at the commit in SOURCES, because a snapshot of that
+repository is too large to fetch here (README.md says how it was checked).
+The snapshots are not part of this repository: point MIRROR at a folder
 holding bare clones named ``owner+name/repo/.git`` (or ``owner+name/repo`` for a
 bare repository).  See README.md in this folder for what each source measured.
 
@@ -40,6 +44,13 @@ SOURCES = {
         "NVIDIA/DeepLearningExamples", "729963dd47e7c8bd462ad10bfac7a7b0b604e6dd"),
     "lambdal-deeplearning-benchmark": (
         "lambdal/deeplearning-benchmark", "aa5addb6a53675a649a80036dad548f1c27cbcc4"),
+    # Kepler sources: one id per publisher, so a leave-one-source-out fold holds out all of it
+    "tensorflow-benchmarks-doc": (
+        "tensorflow/tensorflow", "5984ffefd320c5d71b801ee06079a51b91ea42c0"),
+    "apache-mxnet-perf": (          # two documents at two commits: MXNET_DOCS
+        "apache/mxnet", "db4de44f170df08a1500feabccb55a63266d7ae2"),
+    "bvlc-caffe-performance": (
+        "BVLC/caffe", "83b5dcd40bd61fe61b88fb90c3615e2096316724"),
 }
 
 GENERATION = {
@@ -49,7 +60,7 @@ GENERATION = {
     "a100-40gb-sxm": "ampere-ga100", "a100-80gb-sxm": "ampere-ga100", "quadro-rtx-8000": "turing",
     "rtx-3090": "ampere", "a10": "ampere", "a100-40gb-pcie": "ampere-ga100",
     "a100-80gb-pcie": "ampere-ga100", "rtx-a6000": "ampere", "rtx-4090": "ada",
-    "h100-pcie": "hopper", "h100-sxm": "hopper",
+    "h100-pcie": "hopper", "h100-sxm": "hopper", "k80": "kepler", "k40": "kepler",
 }
 
 
@@ -58,15 +69,17 @@ def _git_dir(mirror: Path, repo: str) -> Path:
     return base / ".git" if (base / ".git").exists() else base
 
 
-def show(mirror: Path, sid: str, path: str) -> str:
-    repo, commit = SOURCES[sid]
+def show(mirror: Path, sid: str, path: str, commit: str | None = None) -> str:
+    repo, default = SOURCES[sid]
+    commit = commit or default
     return subprocess.run(
         ["git", "--git-dir", str(_git_dir(mirror, repo)), "show", f"{commit}:{path}"],
         check=True, capture_output=True, text=True).stdout
 
 
-def where(sid: str, path: str, table: str) -> str:
-    repo, commit = SOURCES[sid]
+def where(sid: str, path: str, table: str, commit: str | None = None) -> str:
+    repo, default = SOURCES[sid]
+    commit = commit or default
     return f"https://github.com/{repo}/blob/{commit}/{path} :: {table}"
 
 
@@ -409,13 +422,218 @@ def lambdal(mirror: Path) -> list[dict]:
     return out
 
 
+# --------------------------------------------------------------------------- Kepler: TensorFlow
+TF_DOC = "tensorflow/docs_src/performance/benchmarks.md"
+TF_TRANSCRIBED = HERE / "tensorflow_k80_transcribed.csv"
+TF_NET = {
+    "InceptionV3": ("inception_v3", "close: tf_cnn_benchmarks 9165a70 inception3 (Inception v3 at 299x299 "
+                    "with batch norm, no auxiliary head)"),
+    "ResNet-50": ("resnet50", "close: tf_cnn_benchmarks 9165a70 ResNet v1 (stride 2 on the first 1x1 conv of "
+                  "a bottleneck; torchvision has it on the 3x3, v1.5: about 6 % more multiply-adds)"),
+    "ResNet-152": ("resnet152", "close: tf_cnn_benchmarks 9165a70 ResNet v1 (stride 2 on the first 1x1 conv "
+                   "of a bottleneck; torchvision has it on the 3x3, v1.5)"),
+    "VGG16": ("vgg16", "exact"),
+}
+# the per-model configuration of each platform (the doc's 'Configuration used for each model')
+TF_PLATFORM = {
+    "Details for Google Compute Engine (NVIDIA® Tesla® K80)": (
+        "GCE n1-standard-32-k80x8", {m: "variable_update=parameter_server, local_parameter_device=cpu"
+                                     for m in TF_NET}),
+    "Details for Amazon EC2 (NVIDIA® Tesla® K80)": (
+        "EC2 p2.8xlarge", {"InceptionV3": "variable_update=parameter_server, local_parameter_device=cpu",
+                           "ResNet-50": "variable_update=replicated (without NCCL), local_parameter_device=gpu",
+                           "ResNet-152": "variable_update=replicated (without NCCL), local_parameter_device=gpu",
+                           "VGG16": "variable_update=parameter_server, local_parameter_device=gpu"}),
+}
+
+
+def tensorflow_k80(mirror: Path) -> list[dict]:
+    """The 1-GPU synthetic-data training rows of TensorFlow's K80 benchmarks, from the hand transcription."""
+    sid = "tensorflow-benchmarks-doc"
+    out = []
+    for t in csv.DictReader(TF_TRANSCRIBED.open(encoding="utf-8")):
+        model = t["column"].split(" (")[0]
+        net, match = TF_NET[model]
+        instance, configs = TF_PLATFORM[t["section"]]
+        batch, ips = int(t["batch"]), float(t["images_per_s"])
+        out.append(row(
+            network=net, torchvision_match=match, gpu="k80", batch=batch, precision="fp32",
+            **{"pass": "training_step"},
+            framework="TensorFlow (GitHub hash b1e174e, May 2017), tf_cnn_benchmarks 9165a70, CUDA 8.0, cuDNN 5.1",
+            measured_ms=round(batch / ips * 1000, 3), original_value=ips, original_unit="images/s",
+            source_id=sid,
+            source=where(sid, TF_DOC, f"## {t['section']} / {t['table']}: row GPUs={t['gpus']}, "
+                                      f"column '{t['column']}'") + "; transcribed in tensorflow_k80_transcribed.csv",
+            note=(f"{instance}, one of its K80 GPUs (one GK210, GPU Boost left on); synthetic data (a tf.Variable "
+                  f"input); {configs[model]}; training step with SGD; mean of 100 steps after 10 warm-up, "
+                  "averaged over 5 runs; ms = batch / images/s x 1000"),
+        ))
+    return out
+
+
+# --------------------------------------------------------------------------- Kepler: MXNet
+# (commit, path, framework, date): the 2016 how_to page and the 2018 faq page of MXNet's performance notes
+MXNET_DOCS = (
+    ("1ae2be51c12fe854de84b2cfd29cda7eff546986", "docs/how_to/perf.md",
+     "MXNet commit 0a03417 (Dec 2016), cuDNN 5.1", "0a03417"),
+    ("db4de44f170df08a1500feabccb55a63266d7ae2", "docs/faq/perf.md",
+     "MXNet 1.2.0.rc1, cuDNN 7.0.5", "db4de44"),
+)
+MX_V2 = ("close: MXNet symbols resnet.py = pre-activation ResNet v2 (Identity Mappings), stride 2 on the 3x3 "
+         "conv like torchvision v1.5; batch-norm and ReLU placed before each conv")
+MX_NET = {
+    "VGG 16": ("vgg16", "exact"),      # symbols/vgg.py num_layers=16, no batch norm
+    "VGG": ("vgg11", "exact"),         # symbol/vgg.py at 0a03417: configuration A (8 convs 64-512, 3 FC)
+    "Inception-v3": ("inception_v3", "close: MXNet symbol inception-v3 at 299x299 (no auxiliary head)"),
+    "Resnet 50": ("resnet50", MX_V2),
+    "Resnet 152": ("resnet152", MX_V2),
+}
+# left out: Alexnet (MXNet's symbol has ungrouped 96-256-384-384-256 convs, about 1.4x torchvision's
+# multiply-adds: not built in), Alexnet(*16)/(*8) training, Inception-BN (not built in)
+
+
+def _bullet_tables(text: str):
+    """Yield (## heading, ### heading, last '- ' bullet, header, rows) for each table, indented or not."""
+    h2 = h3 = bullet = ""
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i].strip()
+        if lines[i].startswith("## "):
+            h2, h3, bullet = lines[i][3:].strip(), "", ""
+        elif lines[i].startswith("### "):
+            h3, bullet = lines[i][4:].strip(), ""
+        elif line.startswith("- "):
+            bullet = line[2:].strip()
+        if line.startswith("|") and i + 1 < len(lines) and re.match(r"^\|[\s:|-]+\|?\s*$", lines[i + 1].strip()):
+            header = [c.strip() for c in line.strip("|").split("|")]
+            rows, j = [], i + 2
+            while j < len(lines) and lines[j].strip().startswith("|"):
+                rows.append([c.strip() for c in lines[j].strip().strip("|").split("|")])
+                j += 1
+            yield h2, h3, bullet, header, rows
+            i = j
+            continue
+        i += 1
+
+
+def mxnet_perf(mirror: Path) -> list[dict]:
+    sid = "apache-mxnet-perf"
+    out = []
+    for commit, path, fw, short in MXNET_DOCS:
+        text = show(mirror, sid, path, commit)
+        for h2, h3, bullet, header, rows in _bullet_tables(text):
+            if h2 != "Nvidia GPU" or bullet != "K80 (single GPU)":
+                continue
+            pas = {"Scoring results": "inference", "Training results": "training_step"}[h3]
+            for cells in rows:
+                batch = int(num(cells[0]))
+                for col in range(1, len(header)):
+                    if header[col] not in MX_NET or cells[col] == "OOM":
+                        continue
+                    net, match = MX_NET[header[col]]
+                    ips = num(cells[col])
+                    if pas == "inference":
+                        note = (f"example/image-classification/benchmark_score.py at {short}: Module bound "
+                                "for_training=False, forward(is_train=False) on random input already on the GPU, "
+                                "5 warm-up + 10 timed batches (time.time, waits for the outputs)")
+                        if batch > 32:
+                            note += ("; the script at this commit runs batch 1-32 only: how the 64-256 rows "
+                                     "were run is not stated")
+                    else:
+                        note = ("train_imagenet.py --benchmark 1 (synthetic data) --gpus 0 via mli/mxnet-benchmark "
+                                "run_vary_batch.sh; Speedometer throughput of full steps (forward, backward, SGD "
+                                "update)")
+                        if net == "resnet50":
+                            note += ("; depth as the table says (50): the 2016 script passed no --num-layers "
+                                     "(train_imagenet.py default 50); the later script passes --num-layers 152, "
+                                     "but 49.5 images/s at batch 32 matches TensorFlow's ResNet-50 on the K80 "
+                                     "(49.0-49.5), not its ResNet-152 (19.7-20.0)" if short == "db4de44" else
+                                     "; depth as the table says: the script of that week passed no --num-layers "
+                                     "(train_imagenet.py default 50)")
+                    if header[col] == "VGG":
+                        note += ("; the column 'VGG' is symbol/vgg.py at 0a03417, VGG configuration A "
+                                 "(8 convs 64-512, 3 FC layers): torchvision vgg11")
+                    note += ("; the doc's 'K80 (single GPU)' (EC2 p2): one GK210 of a K80 board; "
+                             "ms = batch / images/s x 1000")
+                    out.append(row(
+                        network=net, torchvision_match=match, gpu="k80", batch=batch, precision="fp32",
+                        **{"pass": pas}, framework=fw,
+                        measured_ms=round(batch / ips * 1000, 3), original_value=ips, original_unit="images/s",
+                        source_id=sid,
+                        source=where(sid, path, f"## {h2} / ### {h3} / K80 (single GPU): row Batch={cells[0]}, "
+                                                f"column '{header[col]}'", commit),
+                        note=note,
+                    ))
+    return out
+
+
+# --------------------------------------------------------------------------- Kepler: Caffe
+CAFFE_DOC = "docs/performance_hardware.md"
+CAFFE_PROTO = "models/bvlc_reference_caffenet/train_val.prototxt"
+# only the K40 settings that match device_specs.json's k40 (875 MHz boost, ECC off: the datasheet bandwidth);
+# the ECC-on and default-clock (745 MHz) lines, and the Titan, K20 and GTX 770 sections, are left out
+CAFFE_SETTINGS = {
+    "Best settings with ECC off and maximum clock speed in standard Caffe:":
+        "Caffe (2014; convolution as im2col + cuBLAS)",
+    "Best settings with Caffe + [cuDNN acceleration](http://nvidia.com/cudnn):":
+        "Caffe + cuDNN (version not stated)",
+}
+
+
+def caffe_k40(mirror: Path) -> list[dict]:
+    sid = "bvlc-caffe-performance"
+    text = show(mirror, sid, CAFFE_DOC)
+    proto = show(mirror, sid, CAFFE_PROTO)
+    # the TEST data layer's batch: the second 'batch_size' of the prototxt (TRAIN first, then TEST)
+    train_batch, test_batch = (int(b) for b in re.findall(r"batch_size:\s*(\d+)", proto)[:2])
+    m = re.search(r"each time point is (\d+) iterations/minibatches of (\d+) images", text)
+    iters, batch = int(m.group(1)), int(m.group(2))
+    assert batch == train_batch, (batch, train_batch)
+    section = text.split("## NVIDIA K40", 1)[1].split("\n## ", 1)[0]
+    match = ("close: CaffeNet (BVLC reference model: AlexNet with pooling before LRN, 96-256-384-384-256 convs, "
+             "conv2/4/5 in 2 groups, 227x227 crop): 724.4 M multiply-adds, 1.3 % above torchvision alexnet's")
+    out = []
+    for label, fw in CAFFE_SETTINGS.items():
+        block = section.split(label, 1)[1].split("\n\n", 2)[1]
+        tr = re.search(r"Training is ([\d.]+) secs / (\d+) iterations", block)
+        te = re.search(r"Testing is ([\d.]+) secs / validation set \(([\d,]+) images\)", block)
+        assert int(tr.group(2)) == iters
+        setting = label.rstrip(":")
+        secs = float(tr.group(1))
+        out.append(row(
+            network="alexnet", torchvision_match=match, gpu="k40", batch=batch, precision="fp32",
+            **{"pass": "training_step"}, framework=fw,
+            measured_ms=round(secs / iters * 1000, 3), original_value=secs,
+            original_unit=f"s per {iters} iterations", source_id=sid,
+            source=where(sid, CAFFE_DOC, f"## NVIDIA K40 / '{setting}': 'Training is {tr.group(1)} secs / "
+                                         f"{iters} iterations'") + f"; batch {batch} from the doc's first paragraph",
+            note=(f"wall clock of {iters} training iterations of batch {batch} (forward, backward, SGD with "
+                  "momentum, LMDB data prefetch in a thread); ECC off, 875 MHz; ms = s / iterations x 1000"),
+        ))
+        secs, images = float(te.group(1)), int(te.group(2).replace(",", ""))
+        out.append(row(
+            network="alexnet", torchvision_match=match, gpu="k40", batch=test_batch, precision="fp32",
+            **{"pass": "inference"}, framework=fw,
+            measured_ms=round(secs / (images / test_batch) * 1000, 3), original_value=secs,
+            original_unit=f"s per {images} images", source_id=sid,
+            source=where(sid, CAFFE_DOC, f"## NVIDIA K40 / '{setting}': 'Testing is {te.group(1)} secs / "
+                                         f"validation set'")
+                   + f"; batch {test_batch}: TEST batch_size of {CAFFE_PROTO}",
+            note=(f"wall clock of classifying {images} validation images in batches of {test_batch} (TEST phase "
+                  "forward with the accuracy layers and LMDB data loading); ECC off, 875 MHz; "
+                  f"ms = s / ({images} / {test_batch}) x 1000"),
+        ))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--mirror", default=os.environ.get("MIRROR", "/work/.mirror"))
     args = ap.parse_args()
     mirror = Path(args.mirror)
     rows = (jcjohnson(mirror) + ryujaehun(mirror) + u39kun(mirror) + nvidia_dle(mirror)
-            + lambdal(mirror))
+            + lambdal(mirror) + tensorflow_k80(mirror) + mxnet_perf(mirror) + caffe_k40(mirror))
     with OUT.open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
         w.writeheader()
