@@ -171,6 +171,19 @@ DEVICE_FIELDS: tuple[FieldSpec, ...] = (
               rule={**_POSITIVE, "maximum": CAPACITY_MAX}, default=None),
     FieldSpec("alloc_bandwidth", float, "rate of writes to pages the process has not touched yet (page faults), "
               "bytes/s", rule=_BANDWIDTH, default=None),
+    # how good a calibration is (core.bridge.calibrate): the app and an estimate can say so
+    FieldSpec("calibration", dict, "a calibrated device's quality: torch threads it was measured at, the median "
+              "|error| predicting held-out networks (fraction) and each one's signed error, the largest spread "
+              "(interquartile range ÷ median of runs) kept and of what, whether it was kept although noisy "
+              "(--force) and why, when", default={}, rule={"additionalProperties": False, "properties": {
+                  "threads": {"type": "integer", "minimum": 1, "maximum": 4096},
+                  "held_out_error": {"type": "number", "minimum": 0},
+                  "held_out": {"type": "object", "additionalProperties": {"type": "number", "minimum": -1}},
+                  "spread": {"type": "number", "minimum": 0},
+                  "spread_of": {"type": "string"},
+                  "noisy": {"type": "boolean"},
+                  "unsteady": {"type": "string"},
+                  "date": {"type": "string"}}}),
     _USER,
 )
 INTERCONNECT_FIELDS: tuple[FieldSpec, ...] = (

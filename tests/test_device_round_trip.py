@@ -51,6 +51,9 @@ LOCAL = Device(
 FULL = dataclasses.replace(LOCAL, id="full", kind="GPU", sparse_flops={"fp16": 1.1e14}, gpus_per_board=2,
                            architecture="ampere", sm_count=108, boost_clock=1.41e9, l2_bytes=40 * 2 ** 20,
                            sources={"sm_count": "https://example.org/whitepaper"},
+                           calibration={"threads": 2, "held_out_error": 0.12, "held_out": {"mnist_cnn": -0.05},
+                                        "spread": 0.08, "spread_of": "conv layer timings", "noisy": True,
+                                        "unsteady": "pool layer timings 31%", "date": "2026-11-23T14:57:25"},
                            note="every field set")
 
 
