@@ -4,7 +4,8 @@
 one and returns the exit status, or None when ``args.cmd`` is not one of these. Bad input prints one line
 (``error: ...``) and returns 2, like the rest of the CLI.
 
-    python -m core calibrate [--seconds 30] [--dtypes fp32,fp64,bf16] [--no-save] [--output FILE] [--json]
+    python -m core calibrate [--seconds 30] [--dtypes fp32,fp64,bf16] [--threads N] [--force] [--no-save]
+                             [--output FILE] [--json]
     python -m core time MODEL [--batch N] [--input 3x224x224] [--passes forward,backward,train_step]
                               [--repeats 5] [--warmup 2] [--per-layer] [--batches 1,2,4,8] [--json]
 """
@@ -26,6 +27,8 @@ def add_subcommands(sub) -> None:
     c.add_argument("--dtypes", default="fp32,fp64,bf16", help="GEMM precisions to measure (fp32 always)")
     c.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     c.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    c.add_argument("--force", action="store_true",
+                   help="keep the result although the machine was too noisy to measure (marked noisy)")
     c.add_argument("--no-save", action="store_true", help="print only; do not save the 'local' device")
     c.add_argument("--output", help="device file to save to (default ~/.cnn_calc/devices.json or $CNN_CALC_HOME)")
     c.add_argument("--json", action="store_true", help="print the device spec as JSON")
@@ -106,6 +109,24 @@ def format_device(spec: dict) -> str:
                       f"  note:        {spec['note']}"])
 
 
+def format_calibration(cal: dict, default_threads: bool = False) -> str:
+    """The calibration's quality (a spec's ``calibration``), in lines: threads, spread, held-out error, noisy."""
+    if not cal:
+        return ""
+    out = []
+    if cal.get("threads"):
+        spread = f"; largest spread kept {cal['spread']:.0%} ({cal['spread_of']})" if cal.get("spread_of") else ""
+        out.append(f"calibrated at {cal['threads']} torch thread(s)" + (" (torch's default)" if default_threads else "")
+                   + spread)
+    if "held_out_error" in cal:
+        each = ", ".join(f"{k} {v:+.0%}" for k, v in cal.get("held_out", {}).items())
+        out.append(f"predicts held-out networks within {cal['held_out_error']:.0%} (median)"
+                   + (f": {each}" if each else ""))
+    if cal.get("noisy"):
+        out.append(f"NOISY, kept with --force: {cal.get('unsteady', 'the machine was busy')}")
+    return "\n".join(out)
+
+
 def format_timing(result, name: str = "", local: dict | None = None) -> str:
     """A readable summary of a ``TimingResult``; ``local``: {"name", "implied_ppp", "predicted_forward_s"}."""
     from .timing import fmt_bytes
@@ -168,13 +189,15 @@ def _calibrate(args) -> int:
 
     _threads(args.threads)
 
-    spec = calibrate(args.seconds, progress=_progress, dtypes=args.dtypes, device=args.device, threads=args.threads)
+    spec = calibrate(args.seconds, progress=_progress, dtypes=args.dtypes, device=args.device, threads=args.threads,
+                     force=args.force)
     _clear_progress()
     where = None if args.no_save else save_local(spec, args.output)
     if args.json:
         print(json.dumps(spec, indent=1))
     else:
         print(format_device(spec))
+        print(format_calibration(spec.get("calibration") or {}, default_threads=args.threads is None))
         print(f"saved to {where}: use --device local" if where else "not saved (--no-save)")
     return 0
 
