@@ -285,11 +285,26 @@ def test_save_local_and_estimate_on_it(spec, tmp_path):
         save_local({**_clean(spec), "memory_bandwidth": -1}, path)
 
 
+def test_calibrate_records_its_thread_count_and_held_out_self_check(spec):
+    """The quality record (issue 14): the thread count asked for, the held-out networks' errors and their median,
+    the largest spread kept; structure only, no figure is asserted."""
+    from core.bridge.calibrate import HELD_OUT, SPREAD_LIMIT
+
+    rec = spec["calibration"]
+    assert rec["threads"] == 1 and rec["noisy"] is False and 0 <= rec["spread"] <= SPREAD_LIMIT
+    assert set(rec["held_out"]) == {name for name, _ in HELD_OUT}
+    errors = sorted(abs(v) for v in rec["held_out"].values())
+    assert rec["held_out_error"] == errors[1]                # the median of three
+    assert "predicts held-out networks within" in spec["note"]
+
+
 def test_calibrate_rejects_bad_settings():
     with pytest.raises(CalcError, match="seconds"):
         calibrate(seconds=0)
     with pytest.raises(CalcError, match="dtypes"):
         calibrate(seconds=1, dtypes=("fp7",))
+    with pytest.raises(CalcError, match="force"):
+        calibrate(seconds=1, force="yes")
 
 
 # == the CLI ======================================================================================================
