@@ -665,8 +665,7 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
     err = statistics.median(abs(v) for v in held.values())
     if err > HELD_OUT_LIMIT:
         gate.refuse(f"the calibrated device predicts held-out networks ({', '.join(held)}) only within {err:.0%} "
-                    f"(median; a steady machine gives under {HELD_OUT_LIMIT:.0%})", f"held-out error {err:.0%}",
-                    field="held_out_error", value=f"{err:.0%}")
+                    f"(median; a steady machine gives under {HELD_OUT_LIMIT:.0%})", f"held-out error {err:.0%}")
     budget.finish("self_check", f"predicts held-out networks within {err:.0%} (median)")
     took = time.perf_counter() - budget.start
 
