@@ -71,7 +71,9 @@ call of a tiny conv wait ~4 ms, with a spread of 23 %): the bounds and the self-
 mnist_cnn, SqueezeNet 1.0 and ResNet-18 at 64×64, batch 1), and they are timed at the same thread count; the median
 |predicted ÷ measured − 1| is the device's ``calibration.held_out_error``, beside the thread count, the worst spread
 and the date (``calibration`` in the device file), so an estimate and the app can say how good the calibration is.
-Above ``HELD_OUT_LIMIT`` (50 %; a quiet calibration predicts them within ~10–20 %) it is refused like noise.
+Above ``HELD_OUT_LIMIT`` (60 %) it is refused like noise: on our quiet 2-core machine the self-check gave 11 % at
+one thread and 36–37 % at torch's default two (the model's own error there, issue 14 item 2), and 97 % with a
+busy-loop neighbour on one core, whose runs were steady enough to pass the spread check.
 
 The measurements go through a ``machine`` (``_TorchMachine``: torch on one device), so the noise checks, the fit and
 the self-check run with injected timings in tests (``tests/test_calibrate_noise.py``).
@@ -105,7 +107,7 @@ EFFICIENCY_RANGE = (1e-4, 1.0)     # the upper bound for COMPUTE_BOUND classes o
 COMPUTE_BOUND = ("conv", "linear")
 # the self-check's networks: (built-in name, per-sample input shape or None for the network's own), batch 1
 HELD_OUT = (("mnist_cnn", None), ("squeezenet1_0", (3, 64, 64)), ("resnet18", (3, 64, 64)))
-HELD_OUT_LIMIT = 0.5          # median |error| on them above which the calibration is refused
+HELD_OUT_LIMIT = 0.6          # median |error| on them above which the calibration is refused (docstring: why)
 STAGES = {"gemm": 0.40, "bandwidth": 0.18, "layers": 0.32, "self_check": 0.10}
 
 
