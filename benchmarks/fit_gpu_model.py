@@ -50,6 +50,9 @@ SHRINK = 0.02            # pull of a generation's parameters toward the all-rows
 CLASS = {"conv": 0, "grouped_conv": 1, "linear": 2}          # other classes: index 3, efficiency 1
 TC = {"tf32": 1, "fp16": 2, "bf16": 2}                       # tensor-core factor used: 0 none
 TARGET_MEDIAN, TARGET_P90 = 0.15, 0.35
+# held-out errors before the Kepler rows (core/gpu_params.json as 4914c4d wrote it, unchanged at d2e07dc: 772 rows)
+BEFORE_KEPLER = {"rows": 772, "loso": (0.1954, 0.4791), "logo": (0.1955, 0.4879)}
+KEPLER_SOURCES = ("tensorflow-benchmarks-doc", "apache-mxnet-perf", "bvlc-caffe-performance")
 
 
 def _start_vector() -> np.ndarray:
@@ -288,10 +291,17 @@ def measure(quick: bool = False, write: bool | None = None) -> dict:
         gap = None
     m = f["measured_s"]
     groups = {"all rows": np.arange(len(rows)),
+              "all rows but Kepler": np.array([i for i, r in enumerate(rows) if r["generation"] != "kepler"]),
               "batch 1–8": np.array([i for i, r in enumerate(rows) if r["batch"] <= 8])}
-    for key, label in (("precision", "precision"), ("gpu", "GPU"), ("source_id", "source")):
+    for key, label in (("precision", "precision"), ("generation", "generation"), ("gpu", "GPU"),
+                       ("source_id", "source")):
         for v in sorted({r[key] for r in rows}):
             groups[f"{label} {v}"] = np.array([i for i, r in enumerate(rows) if r[key] == v])
+    # the K80 (lab 1's GPU) at small and large batch
+    for name, keep in (("GPU k80, batch 1–8", lambda b: b <= 8), ("GPU k80, batch ≥ 32", lambda b: b >= 32)):
+        idx = np.array([i for i, r in enumerate(rows) if r["gpu"] == "k80" and keep(r["batch"])], dtype=int)
+        if len(idx):
+            groups[name] = idx
     table = []
     for name, idx in groups.items():
         line = {"group": name, "rows": len(idx)}
@@ -323,6 +333,7 @@ def markdown(out: dict) -> str:
     for r in out["table"]:
         lines.append(f"| {r['group']} | {r['rows']} | {_pc(r['in'])} | {_pc(r['loso'])} | {_pc(r['logo'])} | "
                      f"{_pc(r['in_base'])} | {_pc(r['loso_base'])} | {_pc(r['logo_base'])} |")
+    lines += _kepler_lines(out)
     lines += ["", "Fitted parameters per generation:", "",
               "| generation | " + " | ".join(NAMES) + " |", "| --- |" + " ---: |" * len(NAMES)]
     for g, p in {**doc["generations"], "(all rows)": doc["all_rows"]}.items():
@@ -331,6 +342,32 @@ def markdown(out: dict) -> str:
         lines += ["", f"The fit's numpy prediction and `Estimate(variant=\"predicted\")` agree within "
                       f"{out['estimate_gap']:.1e} (relative) on 12 rows."]
     return "\n".join(lines) + "\n"
+
+
+def _kepler_lines(out: dict) -> list[str]:
+    """What adding the Kepler rows (K80, K40) changed, from the table's groups; nothing when there are none."""
+    t = {r["group"]: r for r in out["table"]}
+    if "generation kepler" not in t:
+        return []
+    b, a, rest = BEFORE_KEPLER, t["all rows"], t["all rows but Kepler"]
+    lines = ["", "Kepler (K80, K40) rows: from TensorFlow, MXNet and Caffe, none from PyTorch. Held-out error before "
+             f"they were added ({b['rows']} rows, `core/gpu_params.json` at commit d2e07dc): LOSO "
+             f"{_pc(b['loso'])}, LOGO {_pc(b['logo'])}. Now, all {a['rows']} rows: LOSO {_pc(a['loso'])}, "
+             f"LOGO {_pc(a['logo'])}. The {rest['rows']} non-Kepler rows alone: LOSO {_pc(rest['loso'])}, "
+             f"LOGO {_pc(rest['logo'])}.",
+             "Kepler's own held-out error: LOSO holds out one publisher's rows at a time, so the TensorFlow, MXNet "
+             "and Caffe rows are each predicted from the other two sources' Kepler rows (and every other generation). "
+             "LOGO holds out the GPU, so the K80 is predicted from the 4 K40 rows plus the other generations.", "",
+             "| Kepler rows | n | model LOSO | model LOGO | PALEO LOSO | PALEO LOGO |",
+             "| --- | ---: | --- | --- | --- | --- |"]
+    names = ["generation kepler", "GPU k80", "GPU k40", "GPU k80, batch 1–8", "GPU k80, batch ≥ 32"]
+    names += [f"source {s}" for s in KEPLER_SOURCES]
+    for n in names:
+        if n in t:
+            r = t[n]
+            lines.append(f"| {n} | {r['rows']} | {_pc(r['loso'])} | {_pc(r['logo'])} | {_pc(r['loso_base'])} | "
+                         f"{_pc(r['logo_base'])} |")
+    return lines
 
 
 def main(argv=None) -> dict:

@@ -139,9 +139,23 @@ def test_a100_is_fitted_apart_from_ga10x():
 def test_predicted_needs_fitted_parameters():
     with pytest.raises(CalcError, match="architecture"):
         estimate(two_layer(), "core-i7-920", variant="predicted")      # a datasheet CPU: no generation
-    with pytest.raises(CalcError, match="kepler"):
-        estimate(two_layer(), "k80", variant="predicted")              # no Kepler rows in the dataset
+    with pytest.raises(CalcError, match="blackwell"):
+        estimate(two_layer(), "b200", variant="predicted")             # no Blackwell rows in the dataset
     with pytest.raises(CalcError, match="conv_algorithm|algorithm"):
         estimate(two_layer(), "v100-sxm2", variant="predicted", conv_algorithm="fft")
     with pytest.raises(CalcError, match="PPP"):
         estimate(two_layer(), "v100-sxm2", variant="predicted", ppp=0.5)
+
+
+def test_kepler_is_fitted_from_its_own_rows():
+    """The K80 and K40 (Kepler) get parameters of their own, from the Kepler rows of the dataset (TensorFlow, MXNet
+    and Caffe timings), and a held-out error of their own in errors_by_generation."""
+    gm.load_params.cache_clear()
+    doc = gm.load_params()
+    assert "kepler" in doc["generations"] and doc["errors_by_generation"]["kepler"]["rows"] > 0
+    data = Path(__file__).resolve().parent.parent / "benchmarks" / "data" / "gpu_timings.csv"
+    kepler = [r for r in csv.DictReader(data.open(encoding="utf-8")) if r["generation"] == "kepler"]
+    # every Kepler row is fp32 on a built-in network, so the fit uses them all
+    assert doc["errors_by_generation"]["kepler"]["rows"] == len(kepler)
+    e = estimate(two_layer(), "k80", variant="predicted")
+    assert e.totals["forward_s"] > 0
