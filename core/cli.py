@@ -113,6 +113,9 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--link", help="interconnect id or name for --workers > 1")
     e.add_argument("--ppp-comm", type=float, default=1.0, help="PPP of the interconnect")
     e.add_argument("--allreduce", default=ALLREDUCE[0], choices=ALLREDUCE)
+    e.add_argument("--threads", type=int, default=None,
+                   help="torch CPU threads the estimate is for: a calibrated CPU predicts only the count it was "
+                        "calibrated at (the default); another count is refused")
     e.add_argument("--file", help="a device JSON file instead of device_specs.json")
     e.add_argument("--json", action="store_true")
 
@@ -180,6 +183,25 @@ def _model_line(est) -> str:
     return f"Time model:     {est.variant}, PPP {ppp}{why}"
 
 
+def calibration_line(device) -> str | None:
+    """A calibrated device's quality, one line: the thread count its times are for and how well it predicted the
+    held-out networks of its self-check (``calibration``, core.bridge.calibrate); None for datasheet figures."""
+    cal = device.calibration or {}
+    if not cal:
+        return None
+    threads = cal.get("threads") if device.kind == "CPU" else None
+    parts = [f"calibrated at {threads} torch thread(s)" if threads else "calibrated"]
+    if cal.get("date"):
+        parts[0] += f" on {cal['date'][:10]}"
+    if "held_out_error" in cal:
+        n = len(cal.get("held_out") or {})
+        parts.append(f"predicts held-out networks within {cal['held_out_error'] * 100:.0f} %"
+                     + (f" (median of {n})" if n else ""))
+    if cal.get("noisy"):
+        parts.append(f"NOISY, kept with --force ({cal.get('unsteady') or 'the machine was busy'})")
+    return "; ".join(parts)
+
+
 def _beside_bound(est, key: str) -> str:
     b = est.bound
     return f"  [bound {_seconds(b.totals[key])}]" if b is not None else ""
@@ -200,8 +222,10 @@ def format_estimate(est) -> str:
                "pages" if t["forward_fresh_s"] else "")
             + (f", per-layer overhead {_seconds(t['forward_overhead_s'])}" if t["forward_overhead_s"] else "")
             + ")")
+    cal = calibration_line(est.device)
     out = [f"{est.report.name} on {est.device.name}, batch {est.report.batch_size}, {est.report.dtype}",
            _model_line(est),
+           *([f"Calibration:    {cal}"] if cal else []),
            f"Peak {_si(est.peak, 'FLOP/s')}, bandwidth {_si(est.bandwidth, 'B/s')}, "
            f"ridge {r['ridge_flop_per_byte']:,.2f} FLOP/byte"
            + ("; [bound] = PALEO at PPP 1, the datasheet bound" if est.bound is not None else ""),
@@ -283,7 +307,7 @@ def _run(args) -> int:
                        ppp_memory=args.ppp_memory, optimizer=args.optimizer, variant=args.variant,
                        conv_algorithm=args.conv_algo, fused=args.fused, workers=args.workers, link=args.link,
                        ppp_comm=args.ppp_comm, allreduce=args.allreduce, launch=args.launch, input_shape=args.input,
-                       db=db)
+                       threads=args.threads, db=db)
         text = json.dumps(est.to_dict(), indent=1, allow_nan=False) if args.json else format_estimate(est)
         print(text)
         return 0

@@ -293,6 +293,36 @@ def _check_rate(value: Any, device: Device | Interconnect, field: str) -> None:
                           field=field, value=value)
 
 
+MAX_THREADS = 4096
+
+
+def calibrated_threads(device: Device) -> int | None:
+    """The torch CPU thread count a calibrated CPU was measured at (its ``calibration.threads``): its estimates hold
+    at that count only. None for a GPU and for a device with datasheet figures (all its cores)."""
+    cal = getattr(device, "calibration", None)
+    n = cal.get("threads") if isinstance(cal, dict) and device.kind == "CPU" else None
+    return n if isinstance(n, int) and not isinstance(n, bool) else None
+
+
+def _check_threads(value: Any, device: Device) -> int | None:
+    """``threads`` asked of an estimate: None (the device's own), else it must be the count the device was
+    calibrated at — no model here says how a calibrated CPU's times change with its thread count."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_THREADS:
+        raise CalcError(f"must be an integer from 1 to {MAX_THREADS:,}", field="threads", value=value)
+    have = calibrated_threads(device)
+    if have is None:
+        raise CalcError(f"{device.name} ('{device.id}') has no calibrated thread count (datasheet figures or a GPU): "
+                        "leave threads out, or calibrate this CPU (python -m core calibrate --threads N) and use the "
+                        "device 'local'", field="threads", value=value)
+    if value != have:
+        raise CalcError(f"{device.name} ('{device.id}') was calibrated at {have} torch thread(s) and predicts that "
+                        f"count only; for {value}, calibrate again: python -m core calibrate --threads {value}",
+                        field="threads", value=value)
+    return value
+
+
 def _check_workers(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_WORKERS:
         raise CalcError(f"must be an integer from 1 to {MAX_WORKERS:,}", field="workers", value=value)
@@ -390,7 +420,7 @@ class Estimate:
     def __init__(self, report: Report, device: Device, *, ppp: float = 1.0, ppp_memory: float | None = None,
                  variant: str = "auto", conv_algorithm: str = "direct", fused: bool = False, workers: int = 1,
                  link: Interconnect | None = None, ppp_comm: float = 1.0, allreduce: str = "ring",
-                 launch: str = "eager"):
+                 launch: str = "eager", threads: int | None = None):
         self.report = report
         self.device = device
         self.precision: Precision = report.precision
@@ -417,6 +447,9 @@ class Estimate:
             raise CalcError("expected an Interconnect (core.devices)", field="link", value=type(link).__name__)
         self.workers = workers
         self.link = link
+        _check_threads(threads, device)
+        # the torch thread count the times are for: a calibrated CPU's (None: datasheet figures or a GPU)
+        self.threads = calibrated_threads(device)
         self.peak = device.peak(self.precision.compute)          # raises, naming the precisions it has
         self.bandwidth = device.memory_bandwidth
         _check_rate(self.peak, device, f"peak_flops.{self.precision.compute}")
@@ -730,7 +763,8 @@ class Estimate:
             "variant_reason": self.variant_reason, "typical_error": self.typical_error,
             "bound": {k: bound.totals[k] for k in ("forward_s", "backward_s", "update_s", "training_step_s")}
             if bound else None,
-            "limited_by": self.limited_by,
+            "limited_by": self.limited_by, "threads": self.threads,
+            "calibration": dict(self.device.calibration) if self.device.calibration else None,
         }
 
 
@@ -773,16 +807,19 @@ def estimate(model: Report | Network, device: Any, batch_size: int = 1, dtype: s
              ppp: float = 1.0, ppp_memory: float | None = None, optimizer: str = DEFAULT_OPTIMIZER,
              variant: str = "auto", conv_algorithm: str = "direct", fused: bool = False, workers: int = 1,
              link: Any = None, ppp_comm: float = 1.0, allreduce: str = "ring", launch: str = "eager",
-             db: DeviceDB | None = None) -> Estimate:
+             threads: int | None = None, db: DeviceDB | None = None) -> Estimate:
     """Time estimate of ``model`` (a Report or a Network) on ``device`` (id, name or Device). ``variant`` "auto":
-    the fitted GPU model where it applies (``auto_variant``), else PALEO."""
+    the fitted GPU model where it applies (``auto_variant``), else PALEO. ``threads``: the torch CPU thread count
+    asked for; a calibrated CPU predicts only the count it was calibrated at (``calibration.threads``), any other
+    is refused, naming both."""
     report = _report(model, batch_size, dtype, optimizer)
     dev = resolve_device(device, db)
     lk = None
     if link is not None:
         lk = link if isinstance(link, Interconnect) else _db(db).link(link)
     return Estimate(report, dev, ppp=ppp, ppp_memory=ppp_memory, variant=variant, conv_algorithm=conv_algorithm,
-                    fused=fused, workers=workers, link=lk, ppp_comm=ppp_comm, allreduce=allreduce, launch=launch)
+                    fused=fused, workers=workers, link=lk, ppp_comm=ppp_comm, allreduce=allreduce, launch=launch,
+                    threads=threads)
 
 
 def scaling(model: Report | Network, device: Any, link: Any, workers=(1, 2, 4, 8), batch_size: int = 64,
@@ -819,7 +856,7 @@ def scaling(model: Report | Network, device: Any, link: Any, workers=(1, 2, 4, 8
 
 
 SETTINGS = ("ppp", "ppp_memory", "variant", "conv_algorithm", "fused", "workers", "link", "ppp_comm", "allreduce",
-            "launch")
+            "launch", "threads")
 
 
 def check_settings(kw: dict, taken: tuple = (), extra: tuple = ()) -> None:

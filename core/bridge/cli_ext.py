@@ -7,7 +7,12 @@ one and returns the exit status, or None when ``args.cmd`` is not one of these. 
     python -m core calibrate [--seconds 30] [--dtypes fp32,fp64,bf16] [--threads N] [--force] [--no-save]
                              [--output FILE] [--json]
     python -m core time MODEL [--batch N] [--input 3x224x224] [--passes forward,backward,train_step]
-                              [--repeats 5] [--warmup 2] [--per-layer] [--batches 1,2,4,8] [--json]
+                              [--repeats 5] [--warmup 2] [--per-layer] [--batches 1,2,4,8] [--threads N] [--json]
+
+Threads: ``time`` runs at the count the device ``local`` was calibrated at (``calibration.threads``) unless
+``--threads`` says otherwise, else at torch's default, which is also ``calibrate``'s default; the count and why are
+printed and recorded (``threads``, ``threads_from``). A run at another count than 'local''s is compared with it
+still, marked NOT COMPARABLE: its predictions hold at the calibrated count only.
 """
 
 from __future__ import annotations
@@ -45,7 +50,8 @@ def add_subcommands(sub) -> None:
     t.add_argument("--per-layer", action="store_true", help="also time each layer with hooks")
     t.add_argument("--batches", help="throughput vs batch size instead, e.g. 1,2,4,8")
     t.add_argument("--max-seconds", type=float, default=60.0, help="soft time limit (default 60)")
-    t.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    t.add_argument("--threads", type=int, default=None,
+                   help="torch CPU threads (default: the count the device 'local' was calibrated at, else torch's)")
     t.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -127,13 +133,15 @@ def format_calibration(cal: dict, default_threads: bool = False) -> str:
     return "\n".join(out)
 
 
-def format_timing(result, name: str = "", local: dict | None = None) -> str:
-    """A readable summary of a ``TimingResult``; ``local``: {"name", "implied_ppp", "predicted_forward_s"}."""
+def format_timing(result, name: str = "", local: dict | None = None, threads_from: str = "") -> str:
+    """A readable summary of a ``TimingResult``; ``local``: {"name", "implied_ppp", "predicted_forward_s",
+    "calibration" (a line, or None), "mismatch" (why the run and 'local' differ in threads, or None)};
+    ``threads_from``: why the run used its thread count."""
     from .timing import fmt_bytes
 
     r = result
     shape = "×".join(map(str, r.input_shape))
-    threads = f", {r.threads} thread(s)" if r.threads else ""
+    threads = f", {r.threads} thread(s)" + (f" ({threads_from})" if threads_from else "") if r.threads else ""
     out = [f"{name + '  ' if name else ''}input {r.batch_size}×{shape}  {r.dtype} on {r.device}{threads}",
            f"{'pass':<11} {'median':>12} {'± IQR':>11} {'min':>12} {'max':>12} {'runs':>5} {'achieved':>15}"]
     for p, t in r.passes.items():
@@ -165,6 +173,10 @@ def format_timing(result, name: str = "", local: dict | None = None) -> str:
     if local:
         out += ["", f"vs '{local['name']}': PALEO forward {_ms(local['predicted_forward_s'])}, "
                     f"implied PPP {local['implied_ppp']:.3f} (1.0 = as fast as the device's peak × efficiency)"]
+        if local.get("calibration"):
+            out.append(f"  {local['calibration']}")
+        if local.get("mismatch"):
+            out.append(f"  NOT COMPARABLE: {local['mismatch']}")
     elif "forward" in r.passes:
         out += ["", "Run 'python -m core calibrate' to compare with a calibrated 'local' device."]
     for note in r.notes:
@@ -211,10 +223,11 @@ def _to_module(network, device: str):
     return to_module(network, device=device)
 
 
-def _local_comparison(report, forward_s: float) -> dict | None:
+def _local_comparison(report, forward_s: float, threads: int | None = None) -> dict | None:
+    from ..cli import calibration_line
     from ..devices import load_devices
     from ..paleo import Estimate
-    from .timing import implied_ppp
+    from .timing import implied_ppp, thread_mismatch
 
     db = load_devices()
     dev = db.devices.get("local")
@@ -222,7 +235,8 @@ def _local_comparison(report, forward_s: float) -> dict | None:
         return None
     est = Estimate(report, dev)
     return {"name": dev.name, "implied_ppp": implied_ppp(forward_s, est),
-            "predicted_forward_s": est.totals["forward_s"]}
+            "predicted_forward_s": est.totals["forward_s"], "threads": est.threads,
+            "calibration": calibration_line(dev), "mismatch": thread_mismatch(threads, dev)}
 
 
 def _int_list(text: str, field: str) -> list[int]:
@@ -243,9 +257,10 @@ MAX_LIST = 64
 
 def _time(args) -> int:
     from ..api import analyze, load_network
-    from .timing import throughput_vs_batch, time_module
+    from .timing import default_threads, throughput_vs_batch, time_module
 
-    _threads(args.threads)
+    threads, threads_from = (args.threads, "as asked") if _threads(args.threads) else default_threads(
+        device=args.device)
 
     network = load_network(args.model)
     if args.input:
@@ -257,14 +272,16 @@ def _time(args) -> int:
     shape = network.inputs[0][1]
     module = _to_module(network, "cpu")
     kw: dict[str, Any] = dict(device=args.device, dtype=args.dtype, warmup=args.warmup, repeats=args.repeats,
-                              max_seconds=args.max_seconds, progress=_progress, report=report, threads=args.threads)
+                              max_seconds=args.max_seconds, progress=_progress, report=report, threads=threads)
     if args.batches:
         rows = throughput_vs_batch(module, shape, _int_list(args.batches, "batches"), passes=args.passes, **kw)
         _clear_progress()
         if args.json:
             print(json.dumps(rows, indent=1))
             return 0
-        print(f"{network.name}: throughput vs batch size ({args.dtype} on {args.device})")
+        ran = next((row["threads"] for row in rows if row.get("threads")), None)
+        print(f"{network.name}: throughput vs batch size ({args.dtype} on {args.device}"
+              + (f", {ran} thread(s) ({threads_from})" if ran else "") + ")")
         for row in rows:
             if "refused" in row:
                 print(f"  batch {row['batch_size']:>6}: refused: {row['refused']}")
@@ -275,9 +292,11 @@ def _time(args) -> int:
         return 0
     result = time_module(module, shape, args.batch, passes=args.passes, per_layer=args.per_layer, **kw)
     _clear_progress()
-    local = _local_comparison(report, result.passes["forward"].median_s) if "forward" in result.passes else None
+    local = _local_comparison(report, result.passes["forward"].median_s, result.threads) \
+        if "forward" in result.passes else None
     if args.json:
-        print(json.dumps({"model": network.name, **result.to_dict(), "local": local}, indent=1))
+        print(json.dumps({"model": network.name, **result.to_dict(), "threads_from": threads_from, "local": local},
+                         indent=1))
     else:
-        print(format_timing(result, network.name, local))
+        print(format_timing(result, network.name, local, threads_from))
     return 0

@@ -99,6 +99,37 @@ def cpu_threads(n: int | None):
             torch.set_num_threads(before)
 
 
+def default_threads(db=None, device: str = "cpu") -> tuple[int | None, str]:
+    """The torch CPU thread count a timing runs at when none is asked for, and why: on the CPU, the count the
+    device ``local`` (this machine, ``python -m core calibrate``) was calibrated at, so a run and its prediction
+    match; else torch's default (None: left as torch has it), which is also what ``calibrate`` uses by default.
+    ``db``: the devices to look in (default ``core.devices.load_devices()``). torch is not imported."""
+    from ..paleo import calibrated_threads
+
+    if _device_kind(device) != "cpu":
+        return None, "torch's default"
+    if db is None:
+        from ..devices import load_devices
+
+        db = load_devices()
+    local = db.devices.get("local")
+    n = calibrated_threads(local) if local is not None else None
+    return (n, "the count 'local' was calibrated at") if n else (None, "torch's default")
+
+
+def thread_mismatch(threads: int | None, device) -> str | None:
+    """None when a run at ``threads`` torch threads can be compared with ``device``'s predictions; else why not:
+    the device is a CPU calibrated at another count (``calibration.threads``), and its predictions hold at that
+    count only."""
+    from ..paleo import calibrated_threads
+
+    have = calibrated_threads(device) if device is not None else None
+    if have is None or threads is None or threads == have:
+        return None
+    return (f"{device.name} was calibrated at {have} torch thread(s) but this run used {threads}: its predictions "
+            f"are for {have} thread(s); time at {have}, or calibrate again at {threads}")
+
+
 def _cancelled(cancel: Any) -> bool:
     if cancel is None:
         return False
@@ -530,7 +561,9 @@ def time_module(module, input_shape, batch_size: int = 1, *, device: str = "cpu"
     ``progress(fraction, message)`` is called after every run, ending with 1.0; ``cancel`` stops the run with a
     ``CalcError``. ``report``: a core ``Report`` of the same network (any batch; it is rebased to ``batch_size``)
     for the memory guard, the predicted memory and the achieved FLOP/s. ``optimizer`` for the train step defaults to
-    the report's (else SGD with momentum). ``threads`` sets torch's intra-op CPU threads for the run (restored after).
+    the report's (else SGD with momentum). ``threads`` sets torch's intra-op CPU threads for the run (restored
+    after); None leaves torch's count. The CLI and the app pass ``default_threads()``: the count 'local' was
+    calibrated at, else None. The result's ``threads`` is the count the run used.
     """
     from ..api import parse_shape
     from ..report import Report, check_batch
@@ -752,6 +785,7 @@ def throughput_vs_batch(module, input_shape, batches, *, passes=("forward",), re
             if name in r.achieved_flops_per_s:
                 row[f"{name}_flops_per_s"] = r.achieved_flops_per_s[name]
         row["truncated"] = r.truncated
+        row["threads"] = r.threads
         rows.append(row)
     if progress is not None:
         progress(1.0, "done")
