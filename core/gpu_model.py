@@ -23,7 +23,8 @@ Every factor but the wave efficiency is a named parameter, fitted per GPU archit
 Generations are the devices' ``architecture`` values; Ampere is two: ``ampere`` (GA10x: RTX 30, A10, A40, RTX A6000)
 and ``ampere-ga100`` (A100), fitted apart because GA100's tensor cores do twice the work per SM (held-out error with
 one Ampere set, same rows and fit: LOSO median / p90 21.4 % / 49.2 %, LOGO 20.4 % / 49.4 %; split: 19.5 % / 47.9 %,
-19.6 % / 48.8 %).
+19.6 % / 48.8 %). ``kepler`` (K80, K40) is fitted to timings from TensorFlow, MXNet and Caffe, none from PyTorch, so
+its ``overhead_s`` is those frameworks' cost per kernel, not eager PyTorch's (benchmarks/data/README.md).
 
 Not modelled: ``model.half()`` on a GPU with no fast fp16 (Pascal GP102/GP104: TITAN Xp, GTX 1080 Ti), where cuDNN
 keeps half storage but computes in fp32. Such a device has no fp16 peak, so the estimate refuses fp16 and the fit
