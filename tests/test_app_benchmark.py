@@ -17,6 +17,7 @@ from streamlit.testing.v1 import AppTest
 
 import core
 from apptest_ref import metric, open_page, table
+from core.devices import load_devices
 from ui import benchmark as bm
 from ui.state import DEVICE, MODEL
 
@@ -82,6 +83,7 @@ def user_devices():
 
 def test_calibration_saves_local_and_shows_its_peak(user_devices):
     at = _page()
+    at.selectbox(key="bench_threads").set_value(1).run()      # steadier than torch's default on a shared machine
     at.slider(key="bench_cal_seconds").set_value(3).run()
     at.button(key="bench_calibrate").click().run()
     assert not at.exception and not at.error
@@ -91,6 +93,9 @@ def test_calibration_saves_local_and_shows_its_peak(user_devices):
     assert local["peak_flops"]["fp32"] > 0 and local["memory_bandwidth"] > 0
     assert metric(at, "fp32 peak") == f"{local['peak_flops']['fp32'] / 1e9:,.2f} GFLOP/s"
     assert local["name"] in at.selectbox(key=DEVICE).options   # the sidebar re-read the device file
+    # the quality it recorded: the thread count asked for, the held-out error as a whole percentage
+    assert local["calibration"]["threads"] == 1 and metric(at, "torch threads") == "1"
+    assert metric(at, "Held-out error") == f"{local['calibration']['held_out_error'] * 100:.0f} %"
 
 
 def test_a_run_the_memory_guard_refuses_is_an_error_not_a_traceback(monkeypatch):
@@ -259,3 +264,114 @@ def test_calibration_table_lists_the_fresh_page_rate_in_gb_per_s():
     assert rows.loc["writing to fresh pages (page faults)", "unit"] == "GB/s"
     del spec["alloc_bandwidth"]
     assert "writing to fresh pages (page faults)" not in set(bm.calibration_rows(spec)["figure"])
+
+
+# == threads: the page's default is the CLI's, shown, recorded, and a clash with 'local' said ======================
+
+QUALITY = {"threads": 2, "held_out_error": 0.36, "held_out": {"mnist_cnn": 0.12, "squeezenet1_0": -0.36,
+                                                              "resnet18": 0.4},
+           "spread": 0.1, "spread_of": "conv layer timings", "noisy": False, "date": "2026-05-01T10:00:00"}
+
+
+def _local_spec(**calibration) -> dict:
+    """A calibrated CPU 'local' (the Core i7-920's datasheet figures, a calibration record ``QUALITY`` + overrides)."""
+    spec = load_devices().devices["core-i7-920"].to_dict()
+    spec.update(id="local", name="This machine (test)", efficiency={"conv": 0.5},
+                calibration={**QUALITY, **calibration})
+    return spec
+
+
+@pytest.fixture()
+def calibrated_local(user_devices):
+    """A calibrated 'local' (2 threads, 36 % held-out error) in the user's device file."""
+    from core.devices import save_user_devices
+    from ui.state import devices
+
+    save_user_devices(load_devices().add(_local_spec()), user_devices)
+    devices.clear()
+    return user_devices
+
+
+def test_threads_default_to_torchs_without_a_calibrated_local(user_devices):
+    user_devices.unlink(missing_ok=True)
+    at = _page()
+    assert at.selectbox(key="bench_threads").value == bm.TORCH_DEFAULT
+    said = next(c.value for c in at.caption if c.value.startswith("Timing, calibration and the runs below use "))
+    assert "torch's default" in said          # with its number once torch has loaded (another test may load it)
+    assert not at.warning and not any("'local' now" in c.value for c in at.caption)
+
+
+def test_threads_default_to_the_count_local_was_calibrated_at_and_a_clash_is_warned(calibrated_local):
+    at = _page()
+    assert at.selectbox(key="bench_threads").value == 2
+    captions = [c.value for c in at.caption]
+    assert "Timing, calibration and the runs below use 2 torch thread(s), the count 'local' was calibrated at; " \
+           "every result records its count." in captions
+    # 0.36 → 36 %; three held-out networks
+    assert "'local' now: calibrated at 2 torch thread(s) on 2026-05-01; predicts held-out networks within 36 % " \
+           "(median of 3)." in captions
+    assert not at.warning
+    at.selectbox(key="bench_threads").set_value(1).run()
+    assert [w.value for w in at.warning] == [
+        "'local' (This machine (test)) was calibrated at 2 torch thread(s): timings at 1 will not match its "
+        "predictions. Pick 2, or calibrate again at 1."]
+
+
+def _fake_timing(threads: int):
+    """A timing result with made-up times (no torch): mnist_cnn's forward, 2 ms."""
+    from core.bridge.timing import PassTiming, TimingResult
+
+    return TimingResult(device="cpu", dtype="fp32", batch_size=1, input_shape=(1, 28, 28),
+                        passes={"forward": PassTiming.of([0.002, 0.002])}, threads=threads)
+
+
+@pytest.mark.parametrize("threads, clash", [(2, False), (1, True)])
+def test_a_timing_says_its_threads_and_whether_local_predicts_them(calibrated_local, threads, clash):
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    rep = core.analyze("mnist_cnn")
+    est = core.estimate(rep, "local", db=load_devices())
+    at.session_state["bench_result"] = {"result": _fake_timing(threads), "report": rep, "estimate": est,
+                                        "device": est.device.name, "device_id": "local"}
+    at.run()
+    assert not at.exception
+    summary = next(c.value for c in at.caption if c.value.startswith("mnist_cnn at batch 1"))
+    assert f"on cpu, {threads} thread(s)" in summary and "predicts held-out networks within 36 %" in summary
+    warned = [w.value for w in at.warning if w.value.startswith("Not comparable")]
+    assert warned == (["Not comparable: This machine (test) was calibrated at 2 torch thread(s) but this run "
+                       "used 1: its predictions are for 2 thread(s); time at 2, or calibrate again at 1."]
+                      if clash else [])
+
+
+def test_a_calibration_result_shows_its_threads_and_held_out_error():
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    spec = _local_spec()
+    spec["note"] = "test"
+    at.session_state["bench_calibration"] = {"spec": spec, "path": "nowhere"}
+    at.run()
+    assert not at.exception
+    assert metric(at, "torch threads") == "2" and metric(at, "Held-out error") == "36 %"     # 0.36 → 36 %
+
+
+def test_thread_picks_and_notes_without_a_page():
+    db = load_devices()
+    assert bm.thread_choices(2, db) == [bm.TORCH_DEFAULT, 1, 2]
+    assert bm.default_thread_choice(db) == bm.TORCH_DEFAULT
+    assert bm.thread_label(bm.TORCH_DEFAULT) == "torch's default"
+    assert bm.thread_label(bm.TORCH_DEFAULT, 4) == "torch's default (4)" and bm.thread_label(3, 4) == "3"
+    local = db.add(_local_spec(threads=8))          # a device file from a larger machine: its count is offered
+    assert bm.thread_choices(2, local) == [bm.TORCH_DEFAULT, *range(1, 9)] and bm.default_thread_choice(local) == 8
+    said, clash = bm.threads_note(bm.TORCH_DEFAULT, local, torch_n=2)
+    assert said.startswith("Timing, calibration and the runs below use 2 torch thread(s), torch's default;")
+    assert clash.startswith("'local' (This machine (test)) was calibrated at 8 torch thread(s): timings at 2 ")
+    assert bm.threads_note(bm.TORCH_DEFAULT, local)[1] is None        # torch not loaded: its count is not known yet
+    assert bm.threads_note(3, db)[0].startswith("Timing, calibration and the runs below use 3 torch thread(s), "
+                                                "as picked;")
+
+
+def test_across_and_throughput_tables_record_threads():
+    rows = [{"network": "a", "input": "1×28×28", "latency_s": 0.002, "iqr_s": 0.0, "flops": 4e6, "params": 1e6,
+             "threads": 2}]
+    assert bm.across_frame(rows)["threads"].tolist() == [2]
+    frame, _ = bm.throughput_frame([{"batch_size": 1, "forward_s": 0.002, "forward_samples_per_s": 500.0,
+                                     "threads": 2}])
+    assert frame["threads"].tolist() == [2]

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.bridge.timing import implied_ppp
+from core.bridge.timing import implied_ppp, thread_mismatch
+from core.cli import calibration_line
 from ui import benchmark as bm
 from ui.charts import lines_chart, show
 
@@ -18,8 +19,11 @@ def timing(saved: dict, estimate_error: str | None) -> None:
     """A timing run: medians, the backward : forward ratios, implied PPP, per-pass and per-layer tables (measured vs
     PALEO on the device it was run for), and peak memory measured vs modelled."""
     res, rep, est = saved["result"], saved["report"], saved["estimate"]
+    quality = calibration_line(est.device) if est is not None else None
     st.caption(bm.summary(res, rep) + (f" · PALEO predictions for {saved['device']} at PPP {est.ppp:g}"
-                                       if est is not None else ""))
+                                       if est is not None else "") + (f" ({quality})" if quality else ""))
+    if est is not None and (clash := thread_mismatch(res.threads, est.device)):
+        st.warning(f"Not comparable: {clash}.")
     ratio = bm.backward_ratio(res, rep)
     m1, m2, m3, m4, m5 = st.columns(5)
     if "forward" in res.passes:
@@ -61,10 +65,15 @@ def calibration(cal: dict) -> None:
     """A calibration: where it was saved, the peak, bandwidth and ridge it measured, and every figure it fitted."""
     spec = cal["spec"]
     st.success(f"Saved as device 'local' ({spec['name']}) in {cal['path']}: pick it in the sidebar's Device list.")
-    k1, k2, k3 = st.columns(3)
+    q = spec.get("calibration") or {}
+    k1, k2, k3, k4, k5 = st.columns(5)
     k1.metric("fp32 peak", f"{spec['peak_flops']['fp32'] / 1e9:,.2f} GFLOP/s")
     k2.metric("Memory bandwidth", f"{spec['memory_bandwidth'] / 1e9:,.2f} GB/s")
     k3.metric("Ridge point", f"{spec['peak_flops']['fp32'] / spec['memory_bandwidth']:,.2f} FLOP/byte")
+    k4.metric("torch threads", q.get("threads", "—"), help="The count it was measured at: its predictions hold there.")
+    k5.metric("Held-out error", f"{q['held_out_error'] * 100:.0f} %" if "held_out_error" in q else "—",
+              help="Median |predicted ÷ measured − 1| on networks the calibration did not fit: "
+                   + ", ".join(f"{k} {v * 100:+.0f} %" for k, v in (q.get("held_out") or {}).items()))
     st.dataframe(bm.calibration_rows(spec), hide_index=True, key="bench_cal_table",
                  column_config=_numbers("%.4g", "value"))
     st.caption(spec["note"])

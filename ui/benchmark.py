@@ -7,6 +7,7 @@ only read the results (``TimingResult``, calibration specs, ``throughput_vs_batc
 from __future__ import annotations
 
 import math
+import sys
 
 import altair as alt
 import pandas as pd
@@ -14,8 +15,9 @@ import pandas as pd
 import core
 from core.errors import Cancelled
 
-# Bounded defaults for a shared machine: one sample, a few repeats, a 20 s soft limit, one torch thread.
-DEFAULTS = {"batch": 1, "warmup": 1, "repeats": 3, "max_seconds": 20.0, "threads": 1}
+# Bounded defaults for a shared machine: one sample, a few repeats, a 20 s soft limit. Threads: ``default_threads``.
+DEFAULTS = {"batch": 1, "warmup": 1, "repeats": 3, "max_seconds": 20.0}
+TORCH_DEFAULT = 0                   # the threads pick that leaves torch's own count (what `calibrate` uses by default)
 ACROSS_DEFAULT = ("mnist_cnn", "resnet18", "mobilenet_v3_small", "squeezenet1_0")
 SMALL_INPUT = (3, 64, 64)           # ImageNet networks are timed at 3×64×64 to stay fast on a CPU
 THROUGHPUT_BATCHES = (1, 2, 4, 8, 16, 32)
@@ -55,6 +57,59 @@ def across_input(network: core.Network) -> str | None:
     if len(shape) == 3 and shape[0] == 3 and min(shape[1:]) > SMALL_INPUT[1]:
         return "×".join(map(str, SMALL_INPUT))
     return None
+
+
+# == threads =====================================================================================================
+
+def thread_choices(cpus: int | None, db) -> list[int]:
+    """The page's threads picks: ``TORCH_DEFAULT``, then 1 … the CPUs here (and 'local''s calibrated count, were it
+    more: a device file from a larger machine)."""
+    from core.paleo import calibrated_threads
+
+    local = db.devices.get("local")
+    most = max(cpus or 1, (calibrated_threads(local) or 0) if local is not None else 0)
+    return [TORCH_DEFAULT, *range(1, most + 1)]
+
+
+def default_thread_choice(db) -> int:
+    """The threads pick a session starts with, the CLI's rule (``core.bridge.timing.default_threads``): the count
+    'local' was calibrated at, else torch's default."""
+    from core.bridge.timing import default_threads
+
+    return default_threads(db)[0] or TORCH_DEFAULT
+
+
+def torch_threads_now() -> int | None:
+    """torch's thread count, once torch is loaded and no run holds a count of its own; None before (the page does
+    not load torch to say it)."""
+    from core.bridge.timing import busy
+
+    torch = sys.modules.get("torch")
+    return torch.get_num_threads() if torch is not None and not busy() else None
+
+
+def thread_label(choice: int, torch_n: int | None = None) -> str:
+    if choice != TORCH_DEFAULT:
+        return str(choice)
+    return f"torch's default ({torch_n})" if torch_n else "torch's default"
+
+
+def threads_note(choice: int, db, torch_n: int | None = None) -> tuple[str, str | None]:
+    """(what the page's runs use, and why; a warning where 'local' was calibrated at another count, else None)."""
+    from core.bridge.timing import default_threads
+    from core.paleo import calibrated_threads
+
+    rule, why = default_threads(db)
+    if choice == TORCH_DEFAULT:
+        n = f"{torch_n} torch thread(s)" if torch_n else "torch's default thread count"
+        said = f"{n}, torch's default{' (its number shows once torch has loaded)' if not torch_n else ''}"
+    else:
+        said = f"{choice} torch thread(s)" + (f", {why}" if choice == rule else ", as picked")
+    local = db.devices.get("local")
+    have, ran = calibrated_threads(local) if local is not None else None, choice or torch_n
+    clash = (f"'local' ({local.name}) was calibrated at {have} torch thread(s): timings at {ran} will not match its "
+             f"predictions. Pick {have}, or calibrate again at {ran}." if have and ran and ran != have else None)
+    return f"Timing, calibration and the runs below use {said}; every result records its count.", clash
 
 
 # == rank correlation =============================================================================================
@@ -219,17 +274,20 @@ def time_networks(names, *, dtype: str = "fp32", progress=None, cancel=None, **c
             continue
         t = r.passes["forward"]
         rows.append({"network": name, "input": "×".join(map(str, rep.input_shape)), "latency_s": t.median_s,
-                     "iqr_s": t.iqr_s, "flops": rep.totals["flops"], "params": rep.totals["params"]})
+                     "iqr_s": t.iqr_s, "flops": rep.totals["flops"], "params": rep.totals["params"],
+                     "threads": r.threads})
     return rows
 
 
 def across_frame(rows: list[dict]) -> pd.DataFrame:
-    """The timed networks (rows with ``latency_s``), one per row: latency ms, GFLOPs, M params, GFLOP/s."""
+    """The timed networks (rows with ``latency_s``), one per row: latency ms, GFLOPs, M params, GFLOP/s, torch
+    threads."""
     ok = [r for r in rows if r.get("latency_s")]
     df = pd.DataFrame([{"network": r["network"], "input": r["input"], "latency ms": r["latency_s"] * 1e3,
                         "IQR ms": r["iqr_s"] * 1e3, "GFLOPs": r["flops"] / 1e9, "M params": r["params"] / 1e6,
-                        "GFLOP/s": r["flops"] / r["latency_s"] / 1e9} for r in ok],
-                      columns=["network", "input", "latency ms", "IQR ms", "GFLOPs", "M params", "GFLOP/s"])
+                        "GFLOP/s": r["flops"] / r["latency_s"] / 1e9, "threads": r.get("threads")} for r in ok],
+                      columns=["network", "input", "latency ms", "IQR ms", "GFLOPs", "M params", "GFLOP/s",
+                               "threads"])
     return df
 
 
@@ -253,13 +311,13 @@ def scatter(df: pd.DataFrame, x: str, title: str) -> alt.Chart:
 # == throughput vs batch ==========================================================================================
 
 def throughput_frame(rows: list[dict]) -> tuple[pd.DataFrame, str | None]:
-    """``throughput_vs_batch`` rows as (a frame of batch, forward ms, samples/s, GFLOP/s; the refusal message of the
-    batch the memory guard stopped at, or None)."""
+    """``throughput_vs_batch`` rows as (a frame of batch, forward ms, samples/s, GFLOP/s, torch threads; the refusal
+    message of the batch the memory guard stopped at, or None)."""
     refused = next((r["refused"] for r in rows if "refused" in r), None)
     ok = [r for r in rows if "refused" not in r]
     df = pd.DataFrame([{"batch": r["batch_size"], "forward ms": r["forward_s"] * 1e3,
                         "samples/s": r["forward_samples_per_s"],
                         "GFLOP/s": r["forward_flops_per_s"] / 1e9 if r.get("forward_flops_per_s") else None,
-                        "truncated": r.get("truncated", False)} for r in ok],
-                      columns=["batch", "forward ms", "samples/s", "GFLOP/s", "truncated"])
+                        "truncated": r.get("truncated", False), "threads": r.get("threads")} for r in ok],
+                      columns=["batch", "forward ms", "samples/s", "GFLOP/s", "truncated", "threads"])
     return df, refused

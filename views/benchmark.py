@@ -3,11 +3,13 @@ measured vs PALEO-predicted time per layer, the backward:forward ratio, latency 
 networks (Spearman's ρ) and throughput vs batch size.
 
 torch is imported only inside the work of the run buttons (``core.bridge.timing`` and ``ui.benchmark`` are
-torch-free), so the page loads as fast as the others. Runs are bounded: small defaults, a soft ``max_seconds``, one
-torch thread, the memory model's guard and a FLOP limit before any module is built. A refused or failed run shows the
-engine's message. Each of the four sections is a ``ui.live.section``: Start and Stop, the run, the kept result (how
-Stop works, and its limits: ``ui.live``). On a class server (``CNN_CALC_SERVER``) the page only says why it is off,
-unless ``CNN_CALC_LIVE`` turns it on; a calibration there is kept in the session, not written to a file.
+torch-free), so the page loads as fast as the others. Runs are bounded: small defaults, a soft ``max_seconds``, the
+memory model's guard and a FLOP limit before any module is built. Threads follow the CLI's rule: the count the device
+'local' was calibrated at, else torch's default (which calibration uses too); every result records its count. A
+refused or failed run shows the engine's message. Each of the four sections is a ``ui.live.section``: Start and
+Stop, the run, the kept result (how Stop works, and its limits: ``ui.live``). On a class server
+(``CNN_CALC_SERVER``) the page only says why it is off, unless ``CNN_CALC_LIVE`` turns it on; a calibration there is
+kept in the session, not written to a file.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import core
 from core.api import estimate
 from core.bridge.timing import DTYPES, PASSES
 from core.choices import DEFAULT_DTYPE
+from core.cli import calibration_line
 from ui import bench_results, live
 from ui import benchmark as bm
 from ui import devices_actions as act
@@ -49,8 +52,17 @@ repeats = int(s3.number_input("Timed repeats", min_value=1, max_value=200, value
 max_seconds = float(s4.number_input("Max seconds (soft)", min_value=1.0, max_value=600.0,
                                     value=bm.DEFAULTS["max_seconds"], step=5.0, key="bench_max_seconds",
                                     help="No warm-up or repeat starts after this; each pass still runs once."))
-threads = int(s5.number_input("torch threads", min_value=1, max_value=os.cpu_count() or 1,
-                              value=bm.DEFAULTS["threads"], step=1, key="bench_threads"))
+db, torch_n = devices(), bm.torch_threads_now()
+choices = bm.thread_choices(os.cpu_count(), db)
+pick = s5.selectbox("torch threads", choices, index=choices.index(bm.default_thread_choice(db)), key="bench_threads",
+                    format_func=lambda n: bm.thread_label(n, torch_n),
+                    help="Default: the count the device 'local' was calibrated at, else torch's default (what "
+                         "`python -m core calibrate` and `time` use). A calibration predicts its own count only.")
+threads = pick or None                  # None: leave torch's own count
+said, clash = bm.threads_note(pick, db, torch_n)
+st.caption(said)
+if clash:
+    st.warning(clash)
 report = sel.report
 dtype = report.dtype if report.dtype in DTYPES else DEFAULT_DTYPE
 common = {"device": "cpu", "dtype": dtype, "warmup": warmup, "repeats": repeats, "max_seconds": max_seconds,
@@ -93,7 +105,7 @@ live.section("timing", RESULT, _time, lambda saved: bench_results.timing(saved, 
 def _calibrate(progress, cancel):
     from core.bridge.calibrate import calibrate, save_local
 
-    spec = calibrate(float(cal_seconds), progress, cancel=cancel, threads=threads)
+    spec = calibrate(float(cal_seconds), progress, cancel=cancel, threads=threads)   # None: torch's default
     if server_mode():                   # CNN_CALC_LIVE on a class server: this session's device, no file written
         act.store(devices().add(spec))
         return {"spec": spec, "path": "this session only"}
@@ -109,6 +121,8 @@ st.subheader("Calibrate this machine")
 st.caption("Measures the CPU's GEMM peak per precision, memory bandwidth, and per class of work an efficiency and a "
            "fixed cost per layer call; saves them as the device 'local' (in your device file): choose it in the "
            "sidebar to estimate for this machine.")
+if "local" in db.devices and db.devices["local"].calibration:
+    st.caption(f"'local' now: {calibration_line(db.devices['local'])}.")
 c1, c2, c3 = st.columns([4, 1, 1])
 cal_seconds = c1.slider("Calibration budget (seconds)", 3, 30, 10, key="bench_cal_seconds")
 live.section("calibration", CALIBRATION, _calibrate, bench_results.calibration,
