@@ -71,7 +71,8 @@ def k80_predicted(db, clock: str = "boost") -> str:
                 f"typically within ±{e['median'] * 100:.0f} % ({e['basis']}); blank for the board (the model "
                 "predicts one GPU) and for fp64 (not fitted). It differs from PALEO ms because kernels reach a "
                 "fitted share of the peak, 3×3 convolutions run as Winograd (fewer FLOPs), and at batch 1 every "
-                "kernel launch costs tens of µs.")
+                "kernel launch costs tens of µs. Kepler's published timings come from TensorFlow, MXNet and "
+                "Caffe, not PyTorch: the launch cost fitted is theirs.")
     return (f"The predicted column is blank: {why[len('PALEO: '):] if why.startswith('PALEO: ') else why}. Without "
             "published Kepler timings to fit it, this lab can only give the bound.")
 
