@@ -135,3 +135,38 @@ def test_export_round_trips_through_import():
     back, problems, error = df.parse_import(json.dumps(db.user_entries()).encode(), "export.json")
     assert error is None and problems == [] and back.devices["lab-gpu"] == db.devices["lab-gpu"]
     assert df.form_values(back.devices["lab-gpu"])[df.F_BW] == pytest.approx(1000.0)
+
+
+# == a calibrated device's quality (issue 14 item 2) ===============================================================
+
+CALIBRATED = {"threads": 2, "held_out_error": 0.36, "held_out": {"mnist_cnn": 0.12, "squeezenet1_0": -0.36,
+                                                                 "resnet18": 0.4},
+              "spread": 0.1, "spread_of": "conv layer timings", "noisy": False, "date": "2026-05-01T10:00:00"}
+
+
+def test_a_calibrated_device_shows_its_threads_and_held_out_error(page):
+    assert "calibration" not in page.dataframe[0].value.columns          # nothing calibrated: no such column
+    spec = core.devices.load_devices().devices["core-i7-920"].to_dict()
+    spec.update(id="local", name="This machine (test)", calibration=CALIBRATED)
+    core.devices.save_user_devices(core.devices.load_devices().add(spec), USER)
+    devices.clear()
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    assert not at.exception
+    table = at.dataframe[0].value.set_index("id")
+    # threads 2, 0.36 → "±36 %", the date's day
+    assert table.loc["local", "calibration"] == "2 threads · held-out ±36 % · 2026-05-01"
+    assert table.loc["core-i7-920", "calibration"] == ""
+    assert ("**This machine (test)** ('local'): calibrated at 2 torch thread(s) on 2026-05-01; predicts held-out "
+            "networks within 36 % (median of 3); its estimates are for that thread count.") in [c.value for c in
+                                                                                                at.caption]
+
+
+def test_the_calibration_cell_says_one_thread_and_noisy():
+    spec = core.devices.load_devices().devices["core-i7-920"].to_dict()
+    spec.update(id="local", calibration={**CALIBRATED, "threads": 1, "held_out_error": 0.114, "noisy": True})
+    local = core.devices.load_devices().add(spec).devices["local"]
+    assert df.calibration_cell(local) == "1 thread · held-out ±11 % · 2026-05-01 · noisy"     # 0.114 → 11 %
+    gpu = core.devices.load_devices().devices["v100-sxm2"].to_dict()
+    gpu.update(id="local-gpu", calibration=CALIBRATED)      # a GPU's record: its thread count is the host's
+    assert df.calibration_cell(core.devices.load_devices().add(gpu).devices["local-gpu"]) == \
+        "held-out ±36 % · 2026-05-01"

@@ -52,11 +52,32 @@ def device_table(db: DeviceDB) -> pd.DataFrame:
                      "bandwidth GB/s": d.memory_bandwidth / GIGA,
                      "memory GiB": _num(d.memory_capacity / GIB if d.memory_capacity else None),
                      "source": source_link(d.source), "reference": "" if source_link(d.source) else d.source,
-                     "yours": d.user, "note": d.note})
+                     "calibration": calibration_cell(d), "yours": d.user, "note": d.note})
     df = pd.DataFrame(rows)
-    if not df.empty and not df["reference"].astype(bool).any():
-        df = df.drop(columns="reference")       # every source is a link: no text column needed
+    for col in ("reference", "calibration"):    # every source a link, no device calibrated: no such column
+        if not df.empty and not df[col].astype(bool).any():
+            df = df.drop(columns=col)
     return df
+
+
+def calibration_cell(device) -> str:
+    """A calibrated device's quality in a few words (``calibration``): "2 threads · held-out ±36 % · 2026-05-01",
+    "noisy" added where it was kept with --force; "" for datasheet figures."""
+    cal = device.calibration or {}
+    if not cal:
+        return ""
+    parts = [f"{cal['threads']} thread{'s' if cal['threads'] != 1 else ''}"] \
+        if cal.get("threads") and device.kind == "CPU" else []
+    if "held_out_error" in cal:
+        parts.append(f"held-out ±{cal['held_out_error'] * 100:.0f} %")
+    parts += [cal["date"][:10]] if cal.get("date") else []
+    parts += ["noisy"] if cal.get("noisy") else []
+    return " · ".join(parts)
+
+
+def calibrated(db: DeviceDB) -> list:
+    """The devices with a calibration record (``python -m core calibrate``, the Benchmark page)."""
+    return [d for d in db.devices.values() if d.calibration]
 
 
 def link_table(db: DeviceDB) -> pd.DataFrame:

@@ -8,7 +8,9 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
+from core.cli import calibration_line
 from core.devices import KINDS, PRECISION_KEYS, USER_PATH
+from core.paleo import calibrated_threads
 from ui import devices_actions as act
 from ui import devices_form as df
 from ui.charts import roofline_chart, show
@@ -21,9 +23,15 @@ st.dataframe(df.device_table(db), hide_index=True, placeholder="", width="stretc
              column_config={"source": st.column_config.LinkColumn("source", display_text=r"https?://([^/]+)",
                                                                  help="The datasheet or page each figure is from"),
                             "year": st.column_config.NumberColumn("year", format="%d"),
+                            "calibration": st.column_config.TextColumn(
+                                "calibration", help="A calibrated device: the torch threads it was measured at and "
+                                "the median error predicting held-out networks"),
                             "yours": st.column_config.CheckboxColumn("yours", help="Added by you (editable below)")})
 st.caption("Dense peaks (int8 in ops/s); an empty cell means the device has no such precision. Click a column "
            "header to sort.")
+for d in df.calibrated(db):         # how far to trust a calibrated device's estimates
+    st.caption(f"**{d.name}** ('{d.id}'): {calibration_line(d)}"
+               + ("; its estimates are for that thread count." if calibrated_threads(d) else "."))
 if db.problems:
     st.warning("Entries left out: " + "; ".join(db.problems))
 

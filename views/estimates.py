@@ -8,6 +8,7 @@ import streamlit as st
 from core import CalcError
 from core.api import estimate, scaling, sweep
 from core.choices import ALLREDUCE, CONV_ALGORITHMS, SCALING_MODES
+from core.cli import calibration_line
 from core.paleo import limiting_term, overhead_limited_up_to
 from ui.charts import bars_chart, lines_chart, memory_chart, show
 from ui.state import devices, page, time_settings
@@ -24,10 +25,13 @@ if est.variant == "predicted":
                "1 in 10 off by more than "
                f"{e['p90'] * 100:.0f} % ({e['basis']}). Beside it, the PALEO bound: PPP 1 = the datasheet peak.")
 else:
+    quality = calibration_line(dev)         # a calibrated device: its thread count and held-out error
     st.caption(f"{report.name} on {dev.name}, batch {report.batch_size}, {report.dtype}, {model_label(est)}"
                + (" × the calibrated efficiency of each class of work" if dev.efficiency else
                   " (datasheet peak: an optimistic bound)" if est.ppp == 1 else "")
-               + (f". {est.variant_reason}." if "as asked" not in est.variant_reason else ""))
+               + (f". {est.variant_reason}." if "as asked" not in est.variant_reason else "")
+               + (f" **{quality[0].upper()}{quality[1:]}.**" if quality else "")
+               + (f" These times are for {est.threads} torch thread(s) only." if est.threads else ""))
 
 
 def _vs_bound(key: str) -> str | None:
