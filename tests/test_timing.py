@@ -378,3 +378,51 @@ def test_calibrated_device_summary_shows_the_per_layer_overhead():
     text = format_device(spec)
     assert "per layer:   conv 18.0 µs, pool 6.0 µs" in text          # 1.8e-5 s = 18.0 µs, 6e-6 s = 6.0 µs
     assert "per layer" not in format_device({**spec, "layer_overhead": {}})
+
+
+# == threads: `time` runs at the count 'local' was calibrated at (issue 14 item 2) ================================
+
+@pytest.fixture
+def local_at_one_thread():
+    """A calibrated CPU 'local' recorded at 1 torch thread in the user's device file; put back after."""
+    from core.devices import USER_PATH, save_user_devices
+
+    before = USER_PATH.read_bytes() if USER_PATH.exists() else None
+    spec = load_devices().devices["core-i7-920"].to_dict()
+    spec.update(id="local", name="This machine (test)", efficiency={"conv": 0.5},
+                calibration={"threads": 1, "held_out_error": 0.2, "held_out": {"mnist_cnn": 0.2}, "spread": 0.1,
+                             "spread_of": "x", "noisy": False, "date": "2026-05-01T10:00:00"})
+    save_user_devices(load_devices().add(spec), USER_PATH)
+    yield
+    if before is None:
+        USER_PATH.unlink(missing_ok=True)
+    else:
+        USER_PATH.write_bytes(before)
+
+
+def test_cli_time_defaults_to_the_calibrated_thread_count(to_module_available, local_at_one_thread, capsys):
+    quick = ["time", "mnist_cnn", "--passes", "forward", "--repeats", "1", "--warmup", "0"]
+    assert _cli([*quick, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["threads"] == 1 and d["threads_from"] == "the count 'local' was calibrated at"
+    assert d["local"]["threads"] == 1 and d["local"]["mismatch"] is None
+    assert d["local"]["calibration"].startswith("calibrated at 1 torch thread(s) on 2026-05-01; predicts held-out "
+                                                "networks within 20 %")          # 0.2 → 20 %
+    assert _cli(quick) == 0
+    text = capsys.readouterr().out
+    assert "on cpu, 1 thread(s) (the count 'local' was calibrated at)" in text and "NOT COMPARABLE" not in text
+    # another count, asked for: recorded as asked, and the comparison with 'local' says it does not hold
+    assert _cli([*quick, "--threads", "2", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["threads"] == 2 and d["threads_from"] == "as asked"
+    assert d["local"]["mismatch"].startswith("This machine (test) was calibrated at 1 torch thread(s) but this run "
+                                             "used 2")
+    assert _cli([*quick, "--threads", "2"]) == 0
+    assert "  NOT COMPARABLE: This machine (test) was calibrated at 1 torch thread(s)" in capsys.readouterr().out
+    assert _cli([*quick, "--batches", "1", "--json"]) == 0
+    assert [row["threads"] for row in json.loads(capsys.readouterr().out)] == [1]
+
+
+def test_throughput_rows_record_the_thread_count():
+    rows = throughput_vs_batch(tiny(), SHAPE, [1], measure_memory=False, **FAST)
+    assert rows[0]["threads"] == 1
