@@ -66,10 +66,11 @@ def calibration(cal: dict) -> None:
     spec = cal["spec"]
     st.success(f"Saved as device 'local' ({spec['name']}) in {cal['path']}: pick it in the sidebar's Device list.")
     q = spec.get("calibration") or {}
-    k1, k2, k3, k4, k5 = st.columns(5)
+    k1, k2, k3 = st.columns(3)
     k1.metric("fp32 peak", f"{spec['peak_flops']['fp32'] / 1e9:,.2f} GFLOP/s")
     k2.metric("Memory bandwidth", f"{spec['memory_bandwidth'] / 1e9:,.2f} GB/s")
     k3.metric("Ridge point", f"{spec['peak_flops']['fp32'] / spec['memory_bandwidth']:,.2f} FLOP/byte")
+    k4, k5, _ = st.columns(3)           # its quality, on a row of its own: five figures on one row are cut
     k4.metric("torch threads", q.get("threads", "—"), help="The count it was measured at: its predictions hold there.")
     k5.metric("Held-out error", f"{q['held_out_error'] * 100:.0f} %" if "held_out_error" in q else "—",
               help="Median |predicted ÷ measured − 1| on networks the calibration did not fit: "
