@@ -105,7 +105,8 @@ live.section("timing", RESULT, _time, lambda saved: bench_results.timing(saved, 
 def _calibrate(progress, cancel):
     from core.bridge.calibrate import calibrate, save_local
 
-    spec = calibrate(float(cal_seconds), progress, cancel=cancel, threads=threads)   # None: torch's default
+    spec = calibrate(float(cal_seconds), progress, cancel=cancel, threads=threads,   # None: torch's default
+                     force=bool(cal_force))
     if server_mode():                   # CNN_CALC_LIVE on a class server: this session's device, no file written
         act.store(devices().add(spec))
         return {"spec": spec, "path": "this session only"}
@@ -125,6 +126,9 @@ if "local" in db.devices and db.devices["local"].calibration:
     st.caption(f"'local' now: {calibration_line(db.devices['local'])}.")
 c1, c2, c3 = st.columns([4, 1, 1])
 cal_seconds = c1.slider("Calibration budget (seconds)", 3, 30, 10, key="bench_cal_seconds")
+cal_force = c1.checkbox("Keep the result even if the machine is busy (it is saved marked noisy)", key="bench_cal_force",
+                        help="Calibration refuses when its timings vary too much or a figure is out of bounds, "
+                             "naming what varied: close other programs and try again, or keep it anyway.")
 live.section("calibration", CALIBRATION, _calibrate, bench_results.calibration,
              start=("Calibrate this machine", "bench_calibrate"), stop="bench_cal_stop", buttons=(c2, c3),
              done=_calibrated)
