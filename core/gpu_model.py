@@ -17,6 +17,10 @@ Every factor but the wave efficiency is a named parameter, fitted per GPU archit
   idle: efficiency = tiles / (waves · SMs). Only where the device states ``sm_count``; 1 elsewhere.
 * Winograd: in fp32 (no tensor cores) a 3×3, stride-1, groups-1 convolution is counted at its Winograd FLOPs (the
   conv2d rule's ``algorithms``), as cuDNN picks it; tensor-core precisions run it as an implicit GEMM.
+* Backward: a conv or linear layer with trainable weights runs two kernels, the input gradient (dgrad, a GEMM of
+  N·H_in·W_in × C_in tiles, at the ``backward`` factor) and the weight gradient (wgrad, at ``backward_weight``),
+  each reading the output gradient (``core.paleo.Estimate._layer_parts``). One factor for both fitted worse
+  (same rows, full fit: LOSO 16.6 % / 46.5 %, LOGO 18.2 % / 49.2 %; docs/benchmarks.md has the split's).
 * The optimizer step: per-parameter work at the same terms, one kernel call per layer that holds trainable
   parameters (PyTorch's eager per-parameter loop).
 
@@ -59,7 +63,8 @@ PARAMETERS = (
     ("tensor_fp16", "extra factor on the fp16/bf16 tensor-core peak (fp16, bf16 and mixed)", 0.02, 1.0),
     ("memory", "share of the datasheet bandwidth reached", 0.1, 1.0),
     ("overhead_s", "seconds per kernel call (launch + eager PyTorch dispatch)", 1e-6, 2e-3),
-    ("backward", "factor on the compute efficiency in the backward pass", 0.2, 2.0),
+    ("backward", "factor on the compute efficiency of the backward pass (input gradients, other ops)", 0.2, 2.0),
+    ("backward_weight", "factor on the compute efficiency of a weight gradient (conv, linear)", 0.2, 2.0),
 )
 PARAM_NAMES = tuple(p[0] for p in PARAMETERS)
 COMPUTE_CLASSES = ("conv", "grouped_conv", "linear")     # other classes of work: compute at the peak (memory-bound)
@@ -114,13 +119,29 @@ def layer_tiles(node, batch: int) -> int:
     return gemm_tiles(node.op, groups, m, n)
 
 
+def dgrad_tiles(node, batch: int) -> int:
+    """Tiles of a layer's input-gradient GEMM at ``batch``: conv2d M = N·H_in·W_in, N = C_in / groups per group;
+    linear M = N·(leading dims), N = in_features; 0 for other ops."""
+    shape = node.in_shapes[0]
+    if node.op == "conv2d":
+        groups = node.attrs.get("groups", 1)
+        return gemm_tiles(node.op, groups, batch * shape[1] * shape[2], shape[0] // groups)
+    if node.op == "linear":
+        m = batch
+        for d in shape[:-1]:
+            m *= d
+        return gemm_tiles(node.op, 1, m, shape[-1])
+    return 0
+
+
 def efficiency(w: "Work", compute: str, p: dict, sm_count: int | None) -> float:
     """The share of the peak a work reaches: class × tensor-core factor × backward factor × wave efficiency."""
     eff = p[w.work_class] if w.work_class in COMPUTE_CLASSES else 1.0
     if compute in TENSOR_FACTOR:
         eff *= p[TENSOR_FACTOR[compute]]
     if w.backward:
-        eff *= p["backward"]
+        # a parameter set without ``backward_weight`` (written before the split) uses ``backward`` for both
+        eff *= p.get("backward_weight", p["backward"]) if w.weight_grad else p["backward"]
     return eff * wave_efficiency(w.tiles, sm_count)
 
 

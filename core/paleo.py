@@ -174,6 +174,7 @@ class Work:
     calls: int = 0
     tiles: int = 0               # GEMM output tiles of a conv or linear layer (the predicted variant's wave term)
     backward: bool = False       # a backward-pass work (the predicted variant's backward efficiency)
+    weight_grad: bool = False    # the weight-gradient part of a backward GEMM (predicted: its own efficiency)
 
 
 @dataclass(frozen=True)
@@ -563,10 +564,37 @@ class Estimate:
         works = [self._at_batch(getattr(lw, which), lw.work_class, self._flops(lw, getattr(lw, which).flops), f)
                  for lw, f in zip(self.work.layers, fresh)]
         if self.variant == "predicted":
-            n = self.report.batch_size
-            works = [replace(w, tiles=gpu_model.layer_tiles(lw.node, n), backward=which == "backward")
-                     for lw, w in zip(self.work.layers, works)]
+            return [w for parts in self._layer_parts(which, works) for w in parts]
         return works
+
+    def _layer_parts(self, which: str, works: list[Work] | None = None) -> list[tuple[Work, ...]]:
+        """The predicted variant's works per layer: one, or in the backward pass of a conv or linear layer with
+        trainable weights two GEMMs, the input gradient (dgrad: dy·W, tiles of N·H_in·W_in × C_in) and the weight
+        gradient (wgrad: dyᵀ·x, its own efficiency), each a kernel call reading dy."""
+        if works is None:
+            works = [self._at_batch(getattr(lw, which), lw.work_class, self._flops(lw, getattr(lw, which).flops))
+                     for lw in self.work.layers]
+        n, p, out = self.report.batch_size, self.precision, []
+        for lw, w in zip(self.work.layers, works):
+            node = lw.node
+            w = replace(w, tiles=gpu_model.layer_tiles(node, n), backward=which == "backward")
+            if which == "forward" or not (w.flops and node.bwd_weight_flops and lw.work_class in
+                                          gpu_model.COMPUTE_CLASSES):
+                out.append((w,))
+                continue
+            wflops = w.flops * node.bwd_weight_flops / lw.backward.flops     # the conv algorithm's factor kept
+            saved = sum(numel(node.in_shapes[i]) for i in node.saves.inputs)
+            grads = sum(numel(sh) for sh, g in zip(node.in_shapes, node.grad_in) if g)
+            wgrad = replace(w, flops=wflops, calls=1, weight_grad=True,
+                            bytes=(node.out_elems + saved) * p.activation * n + node.params.trainable * p.weight)
+            if w.flops - wflops <= 0:
+                out.append((wgrad,))
+                continue
+            weights = node.params.trainable + node.params.frozen
+            dgrad = replace(w, flops=w.flops - wflops, calls=1, tiles=gpu_model.dgrad_tiles(node, n),
+                            bytes=(node.out_elems + grads) * p.activation * n + weights * p.weight)
+            out.append((dgrad, wgrad))
+        return out
 
     def _pass(self, which: str) -> PassTime:
         """A pass's total. PALEO adds its terms, so layers whose class of work the device gives the same figures
@@ -642,10 +670,13 @@ class Estimate:
 
     @cached_property
     def layer_times(self) -> tuple[LayerTime, ...]:
-        fwd, bwd = self._layer_works("forward"), self._layer_works("backward")
+        if self.variant == "predicted":     # a layer's backward may be two kernels (dgrad, wgrad): their sum
+            fwd, bwd = ([sum((self.time(w) for w in parts), PassTime()) for parts in self._layer_parts(which)]
+                        for which in ("forward", "backward"))
+        else:
+            fwd, bwd = ([self.time(w) for w in self._layer_works(which)] for which in ("forward", "backward"))
         return tuple(LayerTime(lw.node.name, lw.node.op, lw.work_class,
-                               self._algorithm(lw.node) if lw.node.rule.algorithms else None,
-                               self.time(f), self.time(b))
+                               self._algorithm(lw.node) if lw.node.rule.algorithms else None, f, b)
                      for lw, f, b in zip(self.work.layers, fwd, bwd))
 
     # -- public results (JSON keys are a contract: python -m core estimate --json) -----------------------------

@@ -18,7 +18,7 @@ TOY = Device(id="toy-gpu", name="Toy GPU", vendor="test", kind="GPU", year=2020,
              peak_flops={"fp32": 1e9, "fp16": 4e9}, memory_bandwidth=1e8, memory_capacity=1e9,
              source="hand-made for tests", note="", architecture="volta", sm_count=10)
 TOY_PARAMS = {"conv": 0.5, "grouped_conv": 0.25, "linear": 0.5, "tensor_tf32": 0.5, "tensor_fp16": 0.5,
-              "memory": 0.8, "overhead_s": 1e-5, "backward": 0.5}
+              "memory": 0.8, "overhead_s": 1e-5, "backward": 0.5, "backward_weight": 0.25}
 
 
 @pytest.fixture
@@ -76,6 +76,31 @@ def test_predicted_estimate_by_hand(toy_params):
     # (1e9 × 0.5 × 0.8) = 3.2e-4 s; max(3.2e-4, 1.202e-3, 1e-5) = 1.202e-3 s
     big = estimate(two_layer(), TOY, batch_size=2000, variant="predicted")
     assert big.layers[0]["forward_s"] == pytest.approx(1.202e-3)
+
+
+def test_backward_splits_into_dgrad_and_wgrad_by_hand(toy_params):
+    """A linear layer's backward is two kernels: the input gradient at ``backward``, the weight gradient at
+    ``backward_weight``; the first layer (its input carries no gradient) has the weight gradient only."""
+    net = Network.make("three", {"x": (4,)}, [Node.make("fc1", "linear", "x", out_features=8),
+                                              Node.make("act", "relu", "fc1"),
+                                              Node.make("fc2", "linear", "act", out_features=4)])
+    e = estimate(net, TOY, batch_size=2, variant="predicted")
+    parts = e._layer_parts("backward")
+    assert [len(p) for p in parts] == [1, 1, 2]
+    assert [w.weight_grad for w in parts[2]] == [False, True]
+    # fc2 wgrad: 68 FLOPs/sample × 2 = 136; tiles ⌈2/128⌉·⌈4/128⌉ = 1 → wave 0.1; efficiency 0.5 linear × 0.25
+    #   backward_weight × 0.1 = 0.0125 → 136 / 1.25e7 = 1.088e-5 s; bytes (dy 4 + x 8) × 4 B × 2 + 36 weights
+    #   × 4 B = 240 B / 8e7 = 3e-6 s; max(1.088e-5, 3e-6, 1e-5) = 1.088e-5 s
+    # fc2 dgrad: 64 × 2 = 128 FLOPs; tiles ⌈2/128⌉·⌈8/128⌉ = 1 → 0.1; 0.5 × 0.5 backward × 0.1 = 0.025 →
+    #   5.12e-6 s; bytes (dy 4 + dx 8) × 4 × 2 + 36 × 4 = 240 B → 3e-6 s; max(5.12e-6, 3e-6, 1e-5) = 1e-5 s
+    # fc1 wgrad only: 72 × 2 = 144 FLOPs / 1.25e7 = 1.152e-5 s; (dy 8 + x 4) × 8 + 40 × 4 = 256 B → 3.2e-6 s
+    bwd = [lt.backward.total_s for lt in e.layer_times]
+    assert bwd[0] == pytest.approx(1.152e-5)
+    assert bwd[2] == pytest.approx(1.088e-5 + 1e-5)
+    assert e.totals["backward_s"] == pytest.approx(sum(bwd))
+    # a conv's input-gradient GEMM: input 64×56×56 at batch 1 → M = 3136 (25 tiles), N = 64 (1): 25 tiles
+    conv = SimpleNamespace(op="conv2d", attrs={"groups": 1}, in_shapes=((64, 56, 56),))
+    assert gm.dgrad_tiles(conv, 1) == 25
 
 
 def test_predicted_rows_sum_to_totals():
