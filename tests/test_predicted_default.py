@@ -17,7 +17,7 @@ TOY = Device(id="toy-gpu", name="Toy GPU", vendor="test", kind="GPU", year=2020,
              peak_flops={"fp32": 1e9, "fp16": 4e9, "int8": 8e9}, memory_bandwidth=1e8, memory_capacity=1e9,
              source="hand-made for tests", note="", architecture="volta", sm_count=10)
 TOY_PARAMS = {"conv": 0.5, "grouped_conv": 0.25, "linear": 0.5, "tensor_tf32": 0.5, "tensor_fp16": 0.5,
-              "memory": 0.8, "overhead_s": 1e-5, "backward": 0.5}
+              "memory": 0.8, "overhead_s": 1e-5, "backward": 0.5, "backward_weight": 0.5}
 ERRORS = {"insample": {"median": 0.1, "p90": 0.3, "rows": 500}, "loso": {"median": 0.2, "p90": 0.5, "rows": 500},
           "logo": {"median": 0.2, "p90": 0.5, "rows": 500}}
 
