@@ -179,8 +179,9 @@ def _model_line(est) -> str:
         ppp = f"1.0{calibrated}" if calibrated else "1.0 = datasheet peak, an optimistic bound"
     else:
         ppp = f"compute {est.ppp:g}, memory {est.ppp_memory:g}{calibrated}"
-    why = f" ({est.variant_reason})" if est.variant_reason and est.variant == "paleo" and "as asked" not in \
-        est.variant_reason else ""
+    shown = est.variant_reason.replace("PALEO, as asked; ", "").replace("roofline: max(compute, memory), as asked; ",
+                                                                        "")
+    why = f" ({shown})" if shown and "as asked" not in shown else ""
     return f"Time model:     {est.variant}, PPP {ppp}{why}"
 
 

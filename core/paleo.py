@@ -386,6 +386,24 @@ def auto_variant(device: Device, compute: str, ppp: float = 1.0, ppp_memory: flo
     return "predicted", f"predicted: the time model fitted on published timings of {device.architecture} GPUs"
 
 
+def _predicted_asked(device: Device, compute: str) -> str:
+    """The reason for a prediction asked for by name, or a CalcError where the model has nothing to stand on: a
+    device that is not one GPU, or a precision it was not fitted on (``auto`` gives PALEO there)."""
+    if device.kind != "GPU":
+        raise CalcError(f"the predicted model is for GPUs; {device.name} is a {device.kind}: choose auto or paleo",
+                        node=device.id, field="variant", value="predicted")
+    if device.gpus_per_board > 1:
+        raise CalcError(f"the predicted model is for one GPU; {device.name} is a board of {device.gpus_per_board} "
+                        "GPUs: choose one of its GPUs, or auto or paleo", node=device.id, field="variant",
+                        value="predicted")
+    if compute not in FITTED_PRECISIONS:
+        raise CalcError(f"the predicted model was not fitted on {compute} (only {', '.join(FITTED_PRECISIONS)}): "
+                        "choose auto or paleo", node=device.id, field="variant", value="predicted")
+    calibrated = " (as asked: the device's calibrated figures are not used)" if (
+        device.efficiency or device.layer_overhead or device.alloc_bandwidth) else " (as asked)"
+    return f"predicted{calibrated}: the time model fitted on published timings of {device.architecture} GPUs"
+
+
 MIN_GENERATION_ROWS = 20       # fewer held-out rows than this: a generation's own error is too thin to quote
 
 
@@ -463,6 +481,8 @@ class Estimate:
                                   field="latency", value=lat)
         self.model_params: dict | None = None
         if self.variant == "predicted":       # core.gpu_model: fitted per architecture generation
+            if self.variant_reason == "predicted, as asked":
+                self.variant_reason = _predicted_asked(device, self.precision.compute)
             if self.conv_algorithm != "direct":
                 raise CalcError("the predicted variant picks the convolution algorithm itself (Winograd for 3×3 "
                                 "stride-1 convolutions in fp32); leave conv_algorithm at direct",

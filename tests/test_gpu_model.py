@@ -162,8 +162,8 @@ def test_a100_is_fitted_apart_from_ga10x():
 
 
 def test_predicted_needs_fitted_parameters():
-    with pytest.raises(CalcError, match="architecture"):
-        estimate(two_layer(), "core-i7-920", variant="predicted")      # a datasheet CPU: no generation
+    with pytest.raises(CalcError, match="is for GPUs"):
+        estimate(two_layer(), "core-i7-920", variant="predicted")      # a datasheet CPU
     with pytest.raises(CalcError, match="blackwell"):
         estimate(two_layer(), "b200", variant="predicted")             # no Blackwell rows in the dataset
     with pytest.raises(CalcError, match="conv_algorithm|algorithm"):

@@ -159,3 +159,23 @@ def test_cuda_graphs_drop_the_per_kernel_host_cost(toy_params):
     assert graphs.totals == estimate(two_layer(), calibrated).totals and "predicted model only" in graphs.variant_reason
     with pytest.raises(CalcError, match="launch"):
         estimate(two_layer(), TOY, launch="graphs")
+
+
+@pytest.mark.parametrize("device, settings, fragment", [
+    ("core-i7-920", {}, "is for GPUs"),
+    ("k80-board", {}, "board of 2 GPUs"),
+    ("a100-40gb-sxm", {"dtype": "int8"}, "not fitted on int8"),
+    ("a100-40gb-sxm", {"dtype": "fp64"}, "not fitted on fp64"),
+])
+def test_predicted_by_name_refuses_what_it_was_not_fitted_for(device, settings, fragment):
+    from core import CalcError
+    with pytest.raises(CalcError, match=fragment) as e:
+        estimate(two_layer(), device, variant="predicted", **settings)
+    assert e.value.field == "variant" and "\n" not in str(e.value)
+
+
+def test_predicted_by_name_says_so(toy_params):
+    e = estimate(two_layer(), TOY, variant="predicted")
+    assert e.variant_reason.startswith("predicted (as asked)") and "volta" in e.variant_reason
+    cal = estimate(two_layer(), dataclasses.replace(TOY, efficiency={"linear": 0.5}), variant="predicted")
+    assert "calibrated figures are not used" in cal.variant_reason
