@@ -230,7 +230,8 @@ def format_estimate(est) -> str:
            *([f"Calibration:    {cal}"] if cal else []),
            f"Peak {_si(est.peak, 'FLOP/s')}, bandwidth {_si(est.bandwidth, 'B/s')}, "
            f"ridge {r['ridge_flop_per_byte']:,.2f} FLOP/byte"
-           + ("; [bound] = PALEO at PPP 1, the datasheet bound" if est.bound is not None else ""),
+           + ("; [bound] = PALEO at PPP 1 (datasheet peak and bandwidth; not a floor: Winograd and overlap can "
+              "beat it)" if est.bound is not None else ""),
            f"Forward:        {_seconds(t['forward_s'])}{_beside_bound(est, 'forward_s')}  {forward_detail}"
            f"  → {_throughput(t['inference_samples_per_s'])}",
            f"Backward:       {_seconds(t['backward_s'])}{_beside_bound(est, 'backward_s')}",

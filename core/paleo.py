@@ -808,7 +808,10 @@ class Estimate:
             "model": self.report.name, "input_shape": list(self.report.input_shape),
             "batch_size": self.report.batch_size, "dtype": self.report.dtype, "device": self.device.id,
             "device_name": self.device.name, "ppp": self.ppp, "ppp_memory": self.ppp_memory,
-            "variant": self.variant, "conv_algorithm": self.conv_algorithm, "fused": self.fused, "launch": self.launch,
+            # a prediction picks each conv's algorithm as the library would (each layer row names it)
+            "variant": self.variant,
+            "conv_algorithm": "library" if self.variant == "predicted" else self.conv_algorithm,
+            "fused": self.fused, "launch": self.launch,
             "workers": self.workers, "link": self.link.id if self.link else None,
             "totals": self.totals, "roofline": self.roofline, "layers": self.layers,
             "variant_reason": self.variant_reason, "typical_error": self.typical_error,

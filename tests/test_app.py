@@ -167,7 +167,8 @@ def test_estimates_tabs_show_algorithms_batch_devices_and_scaling():
     assert by_batch["training memory GiB"].is_monotonic_increasing
     assert any("Largest power-of-two batch" in c.value for c in at.caption)     # the V100's 16 GiB line
     assert {"forward ms, PALEO bound", "launch-overhead share"} <= set(by_batch.columns)
-    assert any("Launch overhead limits" in c.value for c in at.caption)
+    # mnist_cnn at batch 1 on a V100: every layer is launch-bound (a few µs of work against ~50 µs per call)
+    assert any("Launch overhead limits most of the forward time up to batch **" in c.value for c in at.caption)
 
     devs = next(d.value for d in _open_tab(at, "Other devices").dataframe)
     assert len(devs) == len(load_devices().devices)        # every device in the database

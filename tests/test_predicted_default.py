@@ -179,3 +179,13 @@ def test_predicted_by_name_says_so(toy_params):
     assert e.variant_reason.startswith("predicted (as asked)") and "volta" in e.variant_reason
     cal = estimate(two_layer(), dataclasses.replace(TOY, efficiency={"linear": 0.5}), variant="predicted")
     assert "calibrated figures are not used" in cal.variant_reason
+
+
+def test_implied_ppp_of_a_prediction_is_against_the_paleo_bound():
+    import core
+    from core.bridge.timing import implied_ppp
+    e = estimate("mnist_cnn", "v100-sxm2", batch_size=2)
+    assert e.variant == "predicted"
+    # PALEO at PPP 1: forward FLOPs (2 × the per-sample count) / 15.7e12 FLOP/s; measured 1 ms
+    flops = core.analyze("mnist_cnn", batch_size=2).totals["flops"]
+    assert implied_ppp(1e-3, e) == pytest.approx(flops / 15.7e12 / 1e-3)

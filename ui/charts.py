@@ -44,7 +44,8 @@ def roofline_chart(roofs: pd.DataFrame, points: pd.DataFrame, network: dict | No
     if not points.empty:
         chart += alt.Chart(points).mark_point(size=50, opacity=0.8, filled=True).encode(
             x=x, y=y, shape=alt.Shape(f"{shape_by}:N", title=shape_by.replace("_", " ")),
-            tooltip=[alt.Tooltip("layer:N"), alt.Tooltip("op:N"), alt.Tooltip("limited_by:N", title="limited by"),
+            tooltip=[alt.Tooltip("layer:N"), alt.Tooltip("op:N"),
+                     *([alt.Tooltip("limited_by:N", title="limited by")] if "limited_by" in points else []),
                      alt.Tooltip("intensity:Q", format=".2f"), alt.Tooltip("flops:Q", format=".3s"),
                      alt.Tooltip("time_ms:Q", format=".3f")])
     if network:

@@ -38,6 +38,8 @@ def formula_latex(line) -> str:
 
 def model_label(est) -> str:
     """How a page names an estimate's times: "predicted (±18 % typical)" or "PALEO (PPP 0.5)"."""
+    if est.variant == "predicted" and est.launch != "eager":
+        return "predicted with CUDA Graphs (untested: the fit saw eager runs only)"
     if est.variant == "predicted":
         return f"predicted (±{est.typical_error['median'] * 100:.0f} % typical)"
     return f"{'PALEO' if est.variant == 'paleo' else est.variant} (PPP {est.ppp:g})"
@@ -60,8 +62,9 @@ def markdown_report(report: core.Report, est=None) -> str:
                   f"| {model_label(est)} training step | {e['training_step_s'] * 1e3:,.3f} ms |"]
         if est.bound is not None:
             b = est.bound.totals
-            lines += [f"| PALEO bound (PPP 1) forward | {b['forward_s'] * 1e3:,.3f} ms |",
-                      f"| PALEO bound (PPP 1) training step | {b['training_step_s'] * 1e3:,.3f} ms |"]
+            lines += [f"| PALEO at PPP 1 (datasheet bound, not a floor) forward | {b['forward_s'] * 1e3:,.3f} ms |",
+                      f"| PALEO at PPP 1 (datasheet bound, not a floor) training step | "
+                      f"{b['training_step_s'] * 1e3:,.3f} ms |"]
         lines += [
                   f"| ridge / network intensity | {r['ridge_flop_per_byte']:,.2f} / "
                   f"{(r['arithmetic_intensity'] or 0):,.2f} FLOP/byte ({r['bound']}-bound) |"]

@@ -18,10 +18,14 @@ sel = page("Time estimates", needs_estimate=True)
 report, dev, est = sel.report, sel.device, sel.estimate
 t = est.totals
 bound = est.bound.totals if est.bound is not None else None
-if est.variant == "predicted":
+if est.variant == "predicted" and est.launch != "eager":
+    st.caption(f"{report.name} on {dev.name}, batch {report.batch_size}, {report.dtype}. **{model_label(est)}**: "
+               "the fitted model without its per-kernel launch cost; no published timing was taken with CUDA "
+               "Graphs, so it has no typical error. Beside it, the PALEO bound: PPP 1 = the datasheet peak.")
+elif est.variant == "predicted":
     e = est.typical_error
     st.caption(f"{report.name} on {dev.name}, batch {report.batch_size}, {report.dtype}. **{model_label(est)}**: "
-               f"{est.variant_reason.removeprefix('predicted: ')}; typically within ±{e['median'] * 100:.0f} %, "
+               f"{est.variant_reason.split(': ', 1)[-1]}; typically within ±{e['median'] * 100:.0f} %, "
                "1 in 10 off by more than "
                f"{e['p90'] * 100:.0f} % ({e['basis']}). Beside it, the PALEO bound: PPP 1 = the datasheet peak.")
 else:
@@ -29,7 +33,7 @@ else:
     st.caption(f"{report.name} on {dev.name}, batch {report.batch_size}, {report.dtype}, {model_label(est)}"
                + (" × the calibrated efficiency of each class of work" if dev.efficiency else
                   " (datasheet peak: an optimistic bound)" if est.ppp == 1 else "")
-               + (f". {est.variant_reason}." if "as asked" not in est.variant_reason else "")
+               + (f". {est.variant_reason}." if "as asked" not in est.variant_reason else ".")
                + (f" **{quality[0].upper()}{quality[1:]}.**" if quality else "")
                + (f" These times are for {est.threads} torch thread(s) only." if est.threads else ""))
 
@@ -47,7 +51,9 @@ c4.metric("Training throughput", f"{t['samples_per_s']:,.0f}/s" if t["samples_pe
           "no arithmetic and moves no data, so there is no throughput to show")
 if bound:
     st.caption(f"PALEO bound (PPP 1): forward {bound['forward_s'] * 1e3:,.3f} ms · backward "
-               f"{bound['backward_s'] * 1e3:,.3f} ms · training step {bound['training_step_s'] * 1e3:,.3f} ms")
+               f"{bound['backward_s'] * 1e3:,.3f} ms · training step {bound['training_step_s'] * 1e3:,.3f} ms. "
+               "Each layer's FLOPs at the datasheet peak plus its bytes at the datasheet bandwidth: an optimistic "
+               "reference, not a floor (Winograd does fewer FLOPs, and a GPU overlaps compute with memory).")
 BATCHES = [2 ** i for i in range(13)]
 name = f"{report.name}_{dev.id}_{report.dtype}"
 

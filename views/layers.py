@@ -11,7 +11,7 @@ import streamlit as st
 import core
 from core.units import format_bytes
 from ui.state import page
-from ui.text import formula_latex, markdown_report
+from ui.text import formula_latex, markdown_report, model_label
 
 sel = page("Layers")
 report = sel.report
@@ -29,7 +29,7 @@ c5.metric("Training memory", format_bytes(t["training_bytes"], 1),
                f"({format_bytes(t['saved_activation_bytes'], 1)})")
 if sel.estimate is not None:
     c6.metric("Forward time", f"{sel.estimate.totals['forward_s'] * 1e3:,.3f} ms",
-              help=f"PALEO on {sel.device.name} at PPP {sel.estimate.ppp:g}")
+              help=f"{model_label(sel.estimate)} on {sel.device.name} (the sidebar's time model)")
 else:
     c6.metric("Forward time", "—", help=sel.estimate_error)
     st.warning(sel.estimate_error)
@@ -56,7 +56,9 @@ st.dataframe(
         "backward_flops": st.column_config.NumberColumn("FLOPs bwd", format="localized"),
         "activation_bytes": st.column_config.NumberColumn("Output bytes", format="localized"),
         "arithmetic_intensity": st.column_config.NumberColumn("FLOP/byte", format="%.2f"),
-        "bound": "Bound", "time_ms": st.column_config.NumberColumn("PALEO ms", format="%.4f"),
+        "bound": "Bound", "time_ms": st.column_config.NumberColumn(
+            "predicted ms" if sel.estimate is not None and sel.estimate.variant == "predicted" else "PALEO ms",
+            format="%.4f"),
         "share": st.column_config.NumberColumn("% of time", format="%.1f"),
     })
 d1, d2, _ = st.columns([1, 1, 4])

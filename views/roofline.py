@@ -32,4 +32,6 @@ st.caption("Points sit at each layer's FLOPs per byte moved (weights + inputs + 
            + ("achieves in the prediction (its FLOPs ÷ its predicted time; the shape says which term limits it: a "
               "launch-bound layer sits far below both roofs)" if est.variant == "predicted" else
               f"reaches in the PALEO estimate at PPP {est.ppp:g}")
-           + "; left of the ridge a layer is memory-bound at the datasheet figures.")
+           + "; left of the ridge a layer is memory-bound at the datasheet figures."
+           + (" The prediction counts a 3×3 stride-1 fp32 convolution at its Winograd FLOPs (cuDNN's choice), so "
+              "its intensity is lower than the Layers page's." if est.variant == "predicted" else ""))

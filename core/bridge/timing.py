@@ -756,6 +756,8 @@ def implied_ppp(measured_s: float, estimate) -> float:
     if isinstance(measured_s, bool) or not isinstance(measured_s, (int, float)) or not measured_s > 0 \
             or math.isinf(measured_s):
         raise CalcError("must be a positive number of seconds", field="measured_s", value=measured_s)
+    if estimate.variant == "predicted":     # fitted efficiencies and Winograd FLOPs: PALEO's bound stands for it
+        estimate = estimate.bound
     return estimate.ppp * estimate.totals["forward_compute_s"] / measured_s
 
 

@@ -69,7 +69,8 @@ def k80_predicted(db, clock: str = "boost") -> str:
         e = estimate(core.analyze(PAPER_NETWORKS[0]), dev).typical_error
         return (f"predicted ms is the GPU time model fitted on published timings of {dev.architecture} GPUs, "
                 f"typically within ±{e['median'] * 100:.0f} % ({e['basis']}); blank for the board (the model "
-                "predicts one GPU) and for fp64 (not fitted). It differs from PALEO ms because kernels reach a "
+                "predicts one GPU) and for fp64 (not fitted), and it ignores the PPP slider (the model fits its own "
+                "efficiencies). It differs from PALEO ms because kernels reach a "
                 "fitted share of the peak, 3×3 convolutions run as Winograd (fewer FLOPs), and at batch 1 every "
                 "kernel launch costs tens of µs. Kepler's published timings come from TensorFlow, MXNet and "
                 "Caffe, not PyTorch: the launch cost fitted is theirs.")
