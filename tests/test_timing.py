@@ -246,7 +246,8 @@ def test_throughput_vs_batch_and_refusal_row():
 def spec():
     seen = []
     t0 = time.perf_counter()
-    s = calibrate(seconds=3, progress=lambda f, m: seen.append(f), threads=1)
+    # force: these tests check what a calibration stores, not the machine; a busy CI neighbour must not refuse it
+    s = calibrate(seconds=3, progress=lambda f, m: seen.append(f), threads=1, force=True)
     s["_took"] = time.perf_counter() - t0
     s["_progress"] = seen
     return s
@@ -291,7 +292,9 @@ def test_calibrate_records_its_thread_count_and_held_out_self_check(spec):
     from core.bridge.calibrate import HELD_OUT, SPREAD_LIMIT
 
     rec = spec["calibration"]
-    assert rec["threads"] == 1 and rec["noisy"] is False and 0 <= rec["spread"] <= SPREAD_LIMIT
+    assert rec["threads"] == 1 and rec["spread"] >= 0
+    # kept under force: a result whose spread is past the limit must be marked noisy (unmarked ⇒ steady)
+    assert isinstance(rec["noisy"], bool) and (rec["noisy"] or rec["spread"] <= SPREAD_LIMIT)
     assert set(rec["held_out"]) == {name for name, _ in HELD_OUT}
     errors = sorted(abs(v) for v in rec["held_out"].values())
     assert rec["held_out_error"] == errors[1]                # the median of three
