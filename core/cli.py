@@ -173,7 +173,8 @@ def _model_line(est) -> str:
                  "compute and memory (CUDA Graphs: no per-kernel host cost; untested: the fit saw eager runs only)")
         return (f"Time model:     predicted, typically ±{e['median'] * 100:.0f} % (1 in 10 off by more than "
                 f"{e['p90'] * 100:.0f} %; {e['basis']}). Each layer takes the largest of {terms}; "
-                "--ppp or --variant paleo gives classic PALEO")
+                "--ppp or --variant paleo gives classic PALEO\n"
+                f"Fitted on:      {est.variant_reason.split(': ', 1)[-1]}")
     calibrated = " × the calibrated efficiency of each class of work" if est.device.efficiency else ""
     if est.ppp == 1 and est.ppp_memory == 1:
         ppp = f"1.0{calibrated}" if calibrated else "1.0 = datasheet peak, an optimistic bound"

@@ -383,7 +383,22 @@ def auto_variant(device: Device, compute: str, ppp: float = 1.0, ppp_memory: flo
         return "paleo", f"PALEO: the time model has no fitted parameters for {arch} GPUs"
     if compute not in FITTED_PRECISIONS:
         return "paleo", f"PALEO: the time model was not fitted on {compute} ({', '.join(FITTED_PRECISIONS)})"
-    return "predicted", f"predicted: the time model fitted on published timings of {device.architecture} GPUs"
+    return "predicted", "predicted: " + fitted_on(device, compute)
+
+
+def fitted_on(device: Device, compute: str) -> str:
+    """What a prediction for ``device`` at ``compute`` stands on, in words: how many published timings of its
+    generation were fitted, and at this precision (the fit's ``coverage``: generation → precision → rows)."""
+    arch = device.architecture
+    cover = gpu_model.load_params().get("coverage", {}).get(arch)
+    if cover is None:
+        return f"the time model fitted on published timings of {arch} GPUs"
+    rows, here = sum(cover.values()), cover.get(compute, 0)
+    text = f"the time model fitted on {rows} published timings of {arch} GPUs"
+    if not here:
+        text += (f", none of them at {compute}: extrapolated from "
+                 f"{', '.join(sorted(k for k, v in cover.items() if v))}")
+    return text
 
 
 def _predicted_asked(device: Device, compute: str) -> str:
@@ -401,7 +416,7 @@ def _predicted_asked(device: Device, compute: str) -> str:
                         "choose auto or paleo", node=device.id, field="variant", value="predicted")
     calibrated = " (as asked: the device's calibrated figures are not used)" if (
         device.efficiency or device.layer_overhead or device.alloc_bandwidth) else " (as asked)"
-    return f"predicted{calibrated}: the time model fitted on published timings of {device.architecture} GPUs"
+    return f"predicted{calibrated}: {fitted_on(device, compute)}"
 
 
 MIN_GENERATION_ROWS = 20       # fewer held-out rows than this: a generation's own error is too thin to quote

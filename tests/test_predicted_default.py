@@ -189,3 +189,15 @@ def test_implied_ppp_of_a_prediction_is_against_the_paleo_bound():
     # PALEO at PPP 1: forward FLOPs (2 × the per-sample count) / 15.7e12 FLOP/s; measured 1 ms
     flops = core.analyze("mnist_cnn", batch_size=2).totals["flops"]
     assert implied_ppp(1e-3, e) == pytest.approx(flops / 15.7e12 / 1e-3)
+
+
+def test_a_prediction_says_how_many_timings_it_stands_on(monkeypatch):
+    doc = {"generations": {"volta": TOY_PARAMS}, "errors": ERRORS,
+           "coverage": {"volta": {"fp32": 30, "fp16": 12}}}
+    monkeypatch.setattr(gm, "load_params", lambda: doc)
+    e = estimate(two_layer(), TOY)                                   # fp32: 30 + 12 = 42 volta timings
+    assert e.variant == "predicted" and "fitted on 42 published timings of volta GPUs" in e.variant_reason
+    assert "extrapolated" not in e.variant_reason
+    doc["coverage"]["volta"] = {"fp16": 12}                          # none at fp32
+    e = estimate(two_layer(), TOY)
+    assert "none of them at fp32: extrapolated from fp16" in e.variant_reason
