@@ -217,3 +217,18 @@ def test_caffe_rows_convert():
     assert any(r["pass"] == "training_step" and float(r["measured_ms"]) == pytest.approx(1325.0) for r in rows_)
     # cuDNN testing: 60.7 s for 50,000 images = 1000 batches of 50 → 60.7 ms per batch
     assert any(r["pass"] == "inference" and float(r["measured_ms"]) == pytest.approx(60.7) for r in rows_)
+
+
+def test_timed_extra_rows(rows):
+    """``timed_extra`` names what a row's timed region holds beyond the passes: "h2d_input" exactly where the note
+    says the host-to-device copy of the input is timed, with ``host_link`` an interconnect of device_specs.json."""
+    links = {d["id"] for d in json.loads((ROOT / "device_specs.json").read_text())["interconnects"]}
+    for i, r in enumerate(rows):
+        assert r["timed_extra"] in ("", "h2d_input"), f"row {i + 2}: timed_extra {r['timed_extra']!r}"
+        timed_copy = "timed region includes the host-to-device copy" in r["note"]
+        assert (r["timed_extra"] == "h2d_input") == timed_copy, f"row {i + 2}: timed_extra vs note"
+        if r["timed_extra"]:
+            assert r["host_link"] in links, f"row {i + 2}: host_link {r['host_link']!r}"
+        else:
+            assert not r["host_link"], f"row {i + 2}: host_link without timed_extra"
+    assert {r["gpu"] for r in rows if r["timed_extra"]} == {"rtx-2080-ti", "titan-xp", "a100-40gb-sxm"}

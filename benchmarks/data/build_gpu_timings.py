@@ -30,7 +30,7 @@ OUT = HERE / "gpu_timings.csv"
 COLUMNS = [
     "network", "torchvision_match", "gpu", "generation", "batch", "precision",
     "pass", "framework", "measured_ms", "original_value", "original_unit",
-    "source_id", "source", "note",
+    "source_id", "source", "note", "timed_extra", "host_link",
 ]
 
 SOURCES = {
@@ -172,6 +172,10 @@ def jcjohnson(mirror: Path) -> list[dict]:
 
 
 # --------------------------------------------------------------------------- ryujaehun
+# the host link of the 2020-21 runs, whose timed region holds the host-to-device copy of the input
+# (``timed_extra`` = "h2d_input"): an interconnect id of device_specs.json. GP102 (TITAN Xp) and TU102 (RTX 2080 Ti)
+# are PCIe 3.0 x16 boards; an A100 SXM4 in a DGX A100 reaches the host over PCIe 4.0 x16.
+RYU_HOST_LINK = {"rtx-2080-ti": "pcie3-x16", "titan-xp": "pcie3-x16", "a100-40gb-sxm": "pcie4-x16"}
 RYU_RUNS = [
     # gpu id, folder, file stem, precision words, train word, framework, note
     ("gtx-1080-ti", "results/1080TI", "GeForce GTX 1080 Ti_{p}_model_{m}_benchmark.csv",
@@ -226,6 +230,8 @@ def ryujaehun(mirror: Path) -> list[dict]:
                                  "no optimizer step; " if pas == "forward_backward" else
                                  "eval() under no_grad; ")
                               + note + extra),
+                        timed_extra="h2d_input" if gpu in RYU_HOST_LINK else "",
+                        host_link=RYU_HOST_LINK.get(gpu, ""),
                     ))
     return out
 
