@@ -52,6 +52,7 @@ SHRINK = 0.02            # pull of a generation's parameters toward the all-rows
 CLASS = {"conv": 0, "grouped_conv": 1, "linear": 2}          # other classes: index 3, efficiency 1
 TC = {"tf32": 1, "fp16": 2, "bf16": 2}                       # tensor-core factor used: 0 none
 TARGET_MEDIAN, TARGET_P90 = 0.15, 0.35
+COMPUTE_OF = {"mixed": "fp16"}           # a dataset precision → the compute precision its math runs in
 # screening switches for the "what was tried" table (GPU_EXP=queue,views,copy,smalltile): not the model
 EXP = set(filter(None, os.environ.get("GPU_EXP", "").split(",")))
 EXTRA: tuple = (("small_tile", 0.2, 1.0, 0.7),) if "smalltile" in EXP else ()    # screening only
@@ -76,7 +77,7 @@ def load_rows() -> tuple[list[dict], dict]:
     for r in csv.DictReader(DATA.open(encoding="utf-8")):
         why = None
         dev = db.device(r["gpu"])
-        compute = {"mixed": "fp16"}.get(r["precision"], r["precision"])
+        compute = COMPUTE_OF.get(r["precision"], r["precision"])
         if r["network"] not in known:
             why = f"network {r['network']} is not built in"
         elif compute not in dev.peak_flops:
@@ -359,7 +360,19 @@ def params_document(fitted: dict, rows: list[dict], skipped: dict, res: dict) ->
                                                                         else res[k], m))))
                    for k in ("insample", "loso", "logo")},
         "errors_by_generation": errors_by_generation(rows, res["loso"][0], m),
+        "coverage": coverage(rows),
     }
+
+
+def coverage(rows: list[dict]) -> dict:
+    """{generation: {compute precision: rows fitted}} ("mixed" counts as fp16, the precision its math runs in):
+    what ``core.paleo.fitted_on`` tells a user a prediction stands on."""
+    out: dict = {}
+    for r in rows:
+        compute = COMPUTE_OF.get(r["precision"], r["precision"])
+        gen = out.setdefault(r["generation"], {})
+        gen[compute] = gen.get(compute, 0) + 1
+    return {g: dict(sorted(c.items())) for g, c in sorted(out.items())}
 
 
 def errors_by_generation(rows: list[dict], pred: np.ndarray, meas: np.ndarray) -> dict:

@@ -184,3 +184,20 @@ def test_kepler_is_fitted_from_its_own_rows():
     assert doc["errors_by_generation"]["kepler"]["rows"] == len(kepler)
     e = estimate(two_layer(), "k80", variant="predicted")
     assert e.totals["forward_s"] > 0
+
+
+def test_the_fitted_file_says_what_each_generation_was_fitted_on():
+    """coverage (what a prediction's 'Fitted on' line quotes) is the dataset's usable rows counted by generation and
+    compute precision, as the fit script counts them (mixed precision runs its math in fp16)."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import fit_gpu_model
+    gm.load_params.cache_clear()
+    rows, _ = fit_gpu_model.load_rows()
+    counts: dict = {}
+    for r in rows:
+        c = "fp16" if r["precision"] == "mixed" else r["precision"]
+        counts.setdefault(r["generation"], {}).setdefault(c, 0)
+        counts[r["generation"]][c] += 1
+    assert gm.load_params()["coverage"] == counts
+    assert sum(sum(c.values()) for c in counts.values()) == gm.load_params()["errors"]["loso"]["rows"]
