@@ -612,7 +612,8 @@ class Estimate:
         n, p, out = self.report.batch_size, self.precision, []
         for lw, w in zip(self.work.layers, works):
             node = lw.node
-            w = replace(w, tiles=gpu_model.layer_tiles(node, n), backward=which == "backward")
+            w = Work(w.work_class, w.flops, w.bytes, w.fresh_bytes, w.calls,      # (replace() costs 3× more)
+                     gpu_model.layer_tiles(node, n), which == "backward")
             if which == "forward" or not (w.flops and node.bwd_weight_flops and lw.work_class in
                                           gpu_model.COMPUTE_CLASSES):
                 out.append((w,))
@@ -635,7 +636,9 @@ class Estimate:
         """A pass's total. PALEO adds its terms, so layers whose class of work the device gives the same figures
         (efficiency, per-call overhead) can be timed as one work: the same sum, a few divisions instead of one per
         layer. The roofline variant takes a max per layer."""
-        if self.variant in ("roofline", "predicted"):       # a max per layer
+        if self.variant == "predicted":     # the layers' rows, built once (a layer may be two kernels)
+            return sum((getattr(lt, which) for lt in self.layer_times), PassTime())
+        if self.variant == "roofline":      # a max per layer
             works = self._layer_works(which)
         else:
             dev, n = self.device, self.report.batch_size
