@@ -87,7 +87,7 @@ def test_run_all_writes_sections_and_keeps_others(tmp_path):
     run_all.main(["--quick", "--only", "estimate", "--out", str(out)])
     first = out.read_text()
     assert first.startswith("# Benchmarks") and "| CPU |" in first and "| torch / torchvision |" in first
-    assert "<!-- bench:estimate -->" in first and "## PALEO estimates" in first
+    assert "<!-- bench:estimate -->" in first and "## Time estimates" in first
     # another benchmark alone: the estimate section is kept from the file
     run_all.main(["--quick", "--only", "counting", "--out", str(out)])
     second = out.read_text()
