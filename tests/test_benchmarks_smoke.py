@@ -21,7 +21,8 @@ def test_bench_analyze_quick(capsys):
 def test_bench_estimate_quick():
     out = bench_estimate.main(["--quick"])
     assert out["estimates"] == 11 * len(bench_estimate.load_devices().devices)   # every device × 11 batch sizes
-    assert out["median_ms"] > 0
+    assert set(out["median_ms"]) == {"auto", "paleo"} and all(v > 0 for v in out["median_ms"].values())
+    assert 0 < out["predicted_devices"] < len(bench_estimate.load_devices().devices)   # fitted GPUs only
 
 
 def test_bench_app_quick():
