@@ -266,6 +266,9 @@ class LayerTime:
     conv_algorithm: str | None     # the algorithm a conv runs with (None for ops without alternatives)
     forward: PassTime
     backward: PassTime
+    # the kernels a pass is made of where there are several (a predicted conv/linear backward: dgrad, wgrad);
+    # empty: the pass is one work
+    backward_kernels: tuple[PassTime, ...] = ()
 
 
 # == estimate =====================================================================================================
@@ -709,13 +712,16 @@ class Estimate:
     @cached_property
     def layer_times(self) -> tuple[LayerTime, ...]:
         if self.variant == "predicted":     # a layer's backward may be two kernels (dgrad, wgrad): their sum
-            fwd, bwd = ([sum((self.time(w) for w in parts), PassTime()) for parts in self._layer_parts(which)]
-                        for which in ("forward", "backward"))
+            fwd = [sum((self.time(w) for w in parts), PassTime()) for parts in self._layer_parts("forward")]
+            kernels = [tuple(self.time(w) for w in parts) for parts in self._layer_parts("backward")]
+            bwd = [sum(k, PassTime()) for k in kernels]
+            kernels = [k if len(k) > 1 else () for k in kernels]
         else:
             fwd, bwd = ([self.time(w) for w in self._layer_works(which)] for which in ("forward", "backward"))
+            kernels = [()] * len(fwd)
         return tuple(LayerTime(lw.node.name, lw.node.op, lw.work_class,
-                               self._algorithm(lw.node) if lw.node.rule.algorithms else None, f, b)
-                     for lw, f, b in zip(self.work.layers, fwd, bwd))
+                               self._algorithm(lw.node) if lw.node.rule.algorithms else None, f, b, k)
+                     for lw, f, b, k in zip(self.work.layers, fwd, bwd, kernels))
 
     # -- public results (JSON keys are a contract: python -m core estimate --json) -----------------------------
     @cached_property
@@ -808,9 +814,10 @@ class Estimate:
         out = {}
         for which in ("forward", "backward"):
             acc = dict.fromkeys(("compute", "memory", "overhead", "none"), 0.0)
-            for lt in self.layer_times:
-                t = getattr(lt, which)
-                acc[limiting_term(t)] += t.total_s
+            for lt in self.layer_times:       # each kernel of a layer to its own limiting term
+                kernels = (lt.backward_kernels if which == "backward" else ()) or (getattr(lt, which),)
+                for t in kernels:
+                    acc[limiting_term(t)] += t.total_s
             out[which] = acc
         return out
 

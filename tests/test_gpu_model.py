@@ -98,6 +98,12 @@ def test_backward_splits_into_dgrad_and_wgrad_by_hand(toy_params):
     assert bwd[0] == pytest.approx(1.152e-5)
     assert bwd[2] == pytest.approx(1.088e-5 + 1e-5)
     assert e.totals["backward_s"] == pytest.approx(sum(bwd))
+    # limited_by gives each kernel to its own term: fc2's dgrad (1e-5 s) to overhead, its wgrad (1.088e-5 s) and
+    # fc1's wgrad (1.152e-5 s) to compute; the rest of the pass (the relu: a 1e-5 s launch) to overhead
+    lim = e.limited_by["backward"]
+    assert lim["compute"] == pytest.approx(1.088e-5 + 1.152e-5)
+    assert lim["overhead"] == pytest.approx(e.totals["backward_s"] - lim["compute"] - lim["memory"])
+    assert lim["overhead"] >= 1e-5 and sum(lim.values()) == pytest.approx(e.totals["backward_s"])
     # a conv's input-gradient GEMM: input 64×56×56 at batch 1 → M = 3136 (25 tiles), N = 64 (1): 25 tiles
     conv = SimpleNamespace(op="conv2d", attrs={"groups": 1}, in_shapes=((64, 56, 56),))
     assert gm.dgrad_tiles(conv, 1) == 25
