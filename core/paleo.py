@@ -364,28 +364,39 @@ def allreduce_time(nbytes: float, workers: int, link: Interconnect, ppp_comm: fl
     return 2 * k * nbytes / bw + 2 * link.latency
 
 
+def _outside_model(device: Device, compute: str) -> str | None:
+    """Why the fitted GPU model has nothing to stand on for ``device`` at ``compute`` (None: it has): ``auto``
+    gives PALEO there, and ``predicted`` asked for by name is refused."""
+    if device.kind != "GPU":
+        return f"the time model is for GPUs; {device.name} is a {device.kind}"
+    if device.gpus_per_board > 1:
+        return f"{device.name} is a board of {device.gpus_per_board} GPUs; the time model predicts one GPU"
+    if compute not in FITTED_PRECISIONS:
+        return f"the time model was not fitted on {compute} (only {', '.join(FITTED_PRECISIONS)})"
+    return None
+
+
+def _calibrated(device: Device) -> bool:
+    return bool(device.efficiency or device.layer_overhead or device.alloc_bandwidth)
+
+
 def auto_variant(device: Device, compute: str, ppp: float = 1.0, ppp_memory: float | None = None,
                  conv_algorithm: str = "direct") -> tuple[str, str]:
-    """The variant "auto" stands for, and why: the fitted GPU model (``predicted``) on a GPU whose architecture
+    """The variant "auto" stands for, and why: the fitted GPU model (``predicted``) on one GPU whose architecture
     generation has fitted parameters, at a precision it was fitted on, unless the user asked for classic PALEO (a
     PPP other than 1, a convolution algorithm) or calibrated the device (its measured efficiencies win); else
     ``paleo``."""
-    if device.kind != "GPU":
-        return "paleo", f"PALEO: the fitted time model is for GPUs; {device.name} is a {device.kind}"
-    if device.efficiency or device.layer_overhead or device.alloc_bandwidth:
+    outside = _outside_model(device, compute)
+    if outside:
+        return "paleo", f"PALEO: {outside}"
+    if _calibrated(device):
         return "paleo", f"PALEO with the figures measured on {device.name} (calibrated)"
-    if device.gpus_per_board > 1:
-        return "paleo", (f"PALEO: {device.name} is a board of {device.gpus_per_board} GPUs; the time model predicts "
-                         "one GPU")
     if ppp != 1 or (ppp_memory is not None and ppp_memory != 1):
         return "paleo", "PALEO: a PPP was set (PPP 1 is the predicted model)"
     if conv_algorithm != "direct":
         return "paleo", f"PALEO: the convolution algorithm was set ({conv_algorithm})"
     if not gpu_model.has_params(device):
-        arch = device.architecture or "unknown"
-        return "paleo", f"PALEO: the time model has no fitted parameters for {arch} GPUs"
-    if compute not in FITTED_PRECISIONS:
-        return "paleo", f"PALEO: the time model was not fitted on {compute} ({', '.join(FITTED_PRECISIONS)})"
+        return "paleo", f"PALEO: the time model has no fitted parameters for {device.architecture or 'unknown'} GPUs"
     return "predicted", "predicted: " + fitted_on(device, compute)
 
 
@@ -405,21 +416,13 @@ def fitted_on(device: Device, compute: str) -> str:
 
 
 def _predicted_asked(device: Device, compute: str) -> str:
-    """The reason for a prediction asked for by name, or a CalcError where the model has nothing to stand on: a
-    device that is not one GPU, or a precision it was not fitted on (``auto`` gives PALEO there)."""
-    if device.kind != "GPU":
-        raise CalcError(f"the predicted model is for GPUs; {device.name} is a {device.kind}: choose auto or paleo",
-                        node=device.id, field="variant", value="predicted")
-    if device.gpus_per_board > 1:
-        raise CalcError(f"the predicted model is for one GPU; {device.name} is a board of {device.gpus_per_board} "
-                        "GPUs: choose one of its GPUs, or auto or paleo", node=device.id, field="variant",
-                        value="predicted")
-    if compute not in FITTED_PRECISIONS:
-        raise CalcError(f"the predicted model was not fitted on {compute} (only {', '.join(FITTED_PRECISIONS)}): "
-                        "choose auto or paleo", node=device.id, field="variant", value="predicted")
-    calibrated = " (as asked: the device's calibrated figures are not used)" if (
-        device.efficiency or device.layer_overhead or device.alloc_bandwidth) else " (as asked)"
-    return f"predicted{calibrated}: {fitted_on(device, compute)}"
+    """The reason for a prediction asked for by name, or a CalcError where the model has nothing to stand on
+    (``_outside_model``)."""
+    outside = _outside_model(device, compute)
+    if outside:
+        raise CalcError(f"{outside}: choose auto or paleo", node=device.id, field="variant", value="predicted")
+    asked = " (as asked: the device's calibrated figures are not used)" if _calibrated(device) else " (as asked)"
+    return f"predicted{asked}: {fitted_on(device, compute)}"
 
 
 MIN_GENERATION_ROWS = 20       # fewer held-out rows than this: a generation's own error is too thin to quote
