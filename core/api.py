@@ -18,6 +18,7 @@ from .ir import Network
 from .registry import MAX_DIM
 from .report import Report, check_batch
 
+TIMM_PREFIX = "timm:"            # "timm:convnext_tiny": a timm model built with pretrained=False
 _PY_CLASS = re.compile(r"^(?P<path>.+\.py):(?P<cls>[A-Za-z_][A-Za-z0-9_]*)$")
 
 
@@ -95,6 +96,14 @@ def load_network(model: Any, input_shape: Any = None) -> Network:
         return _convert(model, parse_shape(input_shape), type(model).__name__)
     if isinstance(model, str) and _PY_CLASS.match(model):
         return _load_python_class(model, input_shape)
+    if isinstance(model, str) and model.startswith(TIMM_PREFIX):
+        from .bridge.timm_models import load_timm        # imports torch and timm: only when a timm model is asked
+
+        return load_timm(model[len(TIMM_PREFIX):], input_shape)
+    if isinstance(model, str) and model.lower().endswith(".onnx"):
+        from .onnx_import import load_onnx               # the onnx package only: nothing is executed
+
+        return load_onnx(model, input_shape)
     if isinstance(model, str):
         if model.endswith(".json") or os.path.sep in model:
             return Network.from_json(read_text(model, limit=NETWORK_FILE_LIMIT, error=NetworkError, field="model"))
