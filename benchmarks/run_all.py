@@ -32,6 +32,8 @@ sys.path.insert(0, str(HERE))
 BENCHMARKS = {
     "tools": "bench_tools",          # core vs torchinfo, fvcore, ptflops, FlopCounterMode: speed
     "counting": "bench_counting",    # params and MACs against torchvision's published figures
+    "onnx": "bench_onnx",            # torchvision networks exported to ONNX and imported: exact against PyTorch
+    "timm": "bench_timm",            # timm's convolutional models through the fx bridge: exact, opaque or failing
     "analyze": "bench_analyze",      # core.analyze on ResNet-152 at batch 1 and 1024, the CLI's wall time
     "estimate": "bench_estimate",    # PALEO sweep over every device
     "app": "bench_app",              # Streamlit page script times
