@@ -9,10 +9,15 @@ Classroom server mode (``CNN_CALC_SERVER=1`` in the server's environment; README
 devices live in their session (``SESSION_DEVICES``), never in a file, so nothing a student does is written to the
 server's disk or seen by another student; live timing and calibration are off unless ``CNN_CALC_LIVE=1`` too
 (``live_allowed``). Without the variable, nothing changes: devices are read from and saved to the user's file.
+
+Links (``ui.links``): a session's first run takes the sidebar's state from the URL's query parameters
+(``_open_link``), and every run writes the state back to them and shows the link to copy (``_share``); the query
+parameters, like the rest of the state, belong to one browser session.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
 from dataclasses import dataclass
@@ -20,12 +25,13 @@ from dataclasses import dataclass
 import streamlit as st
 
 import core
-from core.api import estimate
+from core.api import TIMM_PREFIX, estimate
 from core.choices import DEFAULT_DTYPE, DEFAULT_OPTIMIZER, LAUNCHES, VARIANTS
 from core.devices import DeviceDB, load_devices
 from core.paleo import Estimate
 from core.precision import OPTIMIZERS, PRECISIONS
 from core.zoo import family
+from ui import links
 
 MODEL, INPUT, BATCH, DTYPE, OPTIMIZER, DEVICE, PPP, VARIANT, LAUNCH = (
     "model", "input_shape", "batch_size", "dtype", "optimizer", "device", "ppp", "variant", "launch")
@@ -38,6 +44,8 @@ VARIANT_LABELS = {"auto": "auto: predicted where fitted, else PALEO", "predicted
 
 
 PENDING_MODEL = "pending_model"      # a network choice made after the sidebar was drawn, applied on the next run
+LINK_OPENED, LINK_NOTICES = "link_opened", "link_notices"   # the URL was read (first run); what it had that was bad
+LINK_PACKED = "link_packed"          # (custom network, its packed text): packed once per edit, not on every run
 
 
 BATCH_LOG = "batch_log"
@@ -57,14 +65,71 @@ def _slider_from_batch() -> None:
     st.session_state[BATCH_LOG] = _nearest_step(st.session_state[BATCH])
 
 
-def init_state() -> None:
-    """Defaults on first run; re-assigning keeps widget values when the user switches pages."""
+def init_state(db: DeviceDB | None = None) -> None:
+    """Defaults on first run, then what the URL's parameters ask for; re-assigning keeps widget values when the user
+    switches pages."""
     for k, v in DEFAULTS.items():
         st.session_state[k] = st.session_state.get(k, v)
+    if LINK_OPENED not in st.session_state:
+        _open_link(db if db is not None else devices())
     st.session_state[BATCH_LOG] = st.session_state.get(BATCH_LOG, _nearest_step(st.session_state[BATCH]))
     pending = st.session_state.pop(PENDING_MODEL, None)
     if pending is not None:
         st.session_state[MODEL] = pending
+
+
+def model_options() -> list[str]:
+    """The networks the sidebar's picker offers: the built-ins, a ``timm:`` model opened by name, the edited one."""
+    current = st.session_state.get(MODEL)
+    timm = [current] if isinstance(current, str) and current.startswith(TIMM_PREFIX) else []
+    return core.builtin_names() + timm + ([CUSTOM] if st.session_state.get(CUSTOM_NET) is not None else [])
+
+
+def accepts_model(name: str) -> bool:
+    """Whether the picker takes ``name``: a built-in, or ``timm:NAME`` where timm is installed (whether NAME is a
+    timm model only loading it tells: ``links.decode`` does)."""
+    if name in core.builtin_names():
+        return True
+    timm = name.startswith(TIMM_PREFIX) and len(name) > len(TIMM_PREFIX)
+    return timm and importlib.util.find_spec("timm") is not None
+
+
+def _open_link(db: DeviceDB) -> None:
+    """A session's first run: the sidebar's state from the URL's parameters; each one not used is a notice."""
+    st.session_state[LINK_OPENED] = True
+    params = {k: st.query_params[k] for k in links.KEYS if k in st.query_params}
+    if not params:
+        return
+    opened = links.decode(params, DEFAULTS, models=accepts_model, devices=list(db.devices))
+    if opened.network is not None:
+        st.session_state[CUSTOM_NET] = opened.network
+        st.session_state[HISTORY] = []
+    st.session_state.update(opened.values)
+    st.session_state[LINK_NOTICES] = opened.notices
+
+
+def _share() -> None:
+    """Write the state to the URL's parameters (only the keys ``ui.links`` owns; ``lab`` and the like stay) and show
+    the link to copy. Runs on every page run, so a page switch that drops the parameters gets them back."""
+    packed = None
+    if st.session_state[MODEL] == CUSTOM:
+        net, cached = st.session_state[CUSTOM_NET], st.session_state.get(LINK_PACKED)
+        if cached is None or cached[0] is not net:
+            cached = st.session_state[LINK_PACKED] = (net, links.pack_network(net))
+        packed = cached[1]
+    others = {k: st.query_params[k] for k in st.query_params if k not in links.KEYS}
+    made = links.link(st.session_state, DEFAULTS, base_url=st.context.url or "", packed=packed, others=others)
+    for k in links.KEYS:
+        want = made.params.get(k)
+        if want is None and k in st.query_params:
+            del st.query_params[k]
+        elif want is not None and st.query_params.get(k) != want:
+            st.query_params[k] = want
+    st.caption("**Link to this view** (this page, these settings): copy it with the button beside it.")
+    st.code(made.url, language=None, wrap_lines=True, height=160 if len(made.url) > 400 else "content")
+    if made.network_chars:
+        st.info(f"Your edited network is {made.network_chars:,} characters packed: too large for a link (at most "
+                f"{links.URL_LIMIT:,} in all). The link opens the default network; {links.EXPORT_HINT}.")
 
 
 def choose_model(name: str) -> None:
@@ -149,10 +214,10 @@ def _label(name: str) -> str:
 
 
 def sidebar() -> Selection:
-    init_state()
     db = devices()
+    init_state(db)
     with st.sidebar:
-        options = core.builtin_names() + ([CUSTOM] if st.session_state.get(CUSTOM_NET) is not None else [])
+        options = model_options()
         if st.session_state[MODEL] not in options:
             st.session_state[MODEL] = DEFAULTS[MODEL]
         st.selectbox("Network", options, key=MODEL, format_func=_label,
@@ -184,10 +249,13 @@ def sidebar() -> Selection:
                   help="The fraction of the datasheet peak the software reaches. 1.0 = peak: an optimistic bound; "
                        "cuDNN-class libraries come close to 1, frameworks with overhead 0.5 or less. A PPP below 1 "
                        "gives PALEO (the predicted model fits its own efficiencies).")
+        _share()
         st.caption(core.CONVENTION)
         for message in db.left_out:          # a corrupt user devices file: said on every page, not only Devices
             st.warning(f"Your devices file was not loaded ({message}); the built-in devices are shown. The Devices "
                        "page keeps the file aside when you save.")
+    for notice in st.session_state.pop(LINK_NOTICES, []):     # once, above the page: what the link had wrong
+        st.warning(notice)
     try:
         report = analysis(current_network(), st.session_state[INPUT].strip(), int(st.session_state[BATCH]),
                           st.session_state[DTYPE], st.session_state[OPTIMIZER])
