@@ -154,3 +154,70 @@ def test_a_fresh_server_opened_at_a_page_url_keeps_the_app_navigation():
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+LINKED = "/Estimates?model=resnet50&batch=64&dtype=fp16&device=a100-40gb-sxm"
+SHOWN = ("Forward", "Backward", "Training step", "Training throughput")
+
+
+def _view(page) -> dict:
+    """What the Estimates page shows: its title, the sidebar's choices, its metrics."""
+    side = page.locator("[data-testid='stSidebar']")
+    return {"title": page.locator("h1").first.inner_text(),
+            **{name: side.locator(f"input[aria-label='{name}']").input_value()     # select boxes: their text box
+               for name in ("Network", "Precision", "Device")},
+            "batch": side.locator("input[type='number']").first.input_value(),
+            **{label: _metric(page, label) for label in SHOWN}}
+
+
+def _copied_link(page) -> str:
+    """Press the copy button of the sidebar's link and read the clipboard (what a user would paste)."""
+    code = page.locator("[data-testid='stSidebar'] [data-testid='stCode']").first
+    code.hover()
+    code.locator("button").first.click()
+    page.wait_for_timeout(300)
+    return page.evaluate("navigator.clipboard.readText()")
+
+
+def test_a_copied_link_reopens_the_same_view_in_a_fresh_browser(server):
+    from core import estimate
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+        sender = browser.new_context(viewport={"width": 1400, "height": 1000},
+                                     permissions=["clipboard-read", "clipboard-write"])
+        page = sender.new_page()
+        page.goto(server + LINKED, wait_until="networkidle")
+        expect(page.locator("h1", has_text="Time estimates")).to_be_visible(timeout=30000)
+        expect(page.locator("[data-testid='stMetric']").filter(has_text="Forward").first).to_be_visible(timeout=30000)
+        page.wait_for_timeout(1000)
+        opened = _view(page)
+        # the link's choices, and the engine's own figures for them (the page's format: ms with 3 decimals)
+        e = estimate("resnet50", "a100-40gb-sxm", batch_size=64, dtype="fp16").totals
+        assert (opened["Network"], opened["batch"], opened["Precision"], opened["Device"]) == \
+            ("ResNet · resnet50", "64", "fp16", "NVIDIA A100 SXM4 (40 GB)")
+        assert opened["Forward"] == f"{e['forward_s'] * 1e3:,.3f} ms"
+        assert opened["Training step"] == f"{e['training_step_s'] * 1e3:,.3f} ms"
+        assert _copied_link(page) == server + LINKED        # the view as opened, nothing added
+
+        # a change in the sidebar goes into the URL and into the link
+        box = page.locator("[data-testid='stSidebar'] input[type='number']").first
+        box.fill("128")
+        box.press("Enter")
+        expect(page.locator("[data-testid='stMetric']").filter(has_text="Forward").first) \
+            .not_to_contain_text(opened["Forward"], timeout=20000)
+        page.wait_for_timeout(1500)
+        changed = _view(page)
+        link = _copied_link(page)
+        assert link == server + LINKED.replace("batch=64", "batch=128") == page.url
+
+        # a fresh context (no session, no cookies) opened at the copied link shows the same view
+        receiver = browser.new_context(viewport={"width": 1400, "height": 1000})
+        other = receiver.new_page()
+        other.goto(link, wait_until="networkidle")
+        expect(other.locator("h1", has_text="Time estimates")).to_be_visible(timeout=30000)
+        expect(other.locator("[data-testid='stMetric']").filter(has_text="Forward").first) \
+            .to_contain_text(changed["Forward"], timeout=30000)
+        assert _view(other) == changed
+        assert other.locator("[data-testid='stAlert']").count() == 0          # nothing in the link was refused
+        browser.close()
