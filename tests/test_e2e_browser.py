@@ -220,4 +220,10 @@ def test_a_copied_link_reopens_the_same_view_in_a_fresh_browser(server):
             .to_contain_text(changed["Forward"], timeout=30000)
         assert _view(other) == changed
         assert other.locator("[data-testid='stAlert']").count() == 0          # nothing in the link was refused
+
+        # Streamlit's page menu drops query parameters; the next page's run writes them back
+        page.locator("[data-testid='stSidebarNav'] a", has_text="Roofline").click()
+        expect(page.locator("h1", has_text="Roofline")).to_be_visible(timeout=30000)
+        page.wait_for_url("**/Roofline?model=resnet50&batch=128**", timeout=20000)
+        assert _copied_link(page) == server + "/Roofline?model=resnet50&batch=128&dtype=fp16&device=a100-40gb-sxm"
         browser.close()

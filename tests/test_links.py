@@ -337,3 +337,15 @@ def test_server_mode_keeps_each_sessions_link(monkeypatch):
     b.run()
     assert dict(b.query_params) == {"model": "vgg11", "dtype": "fp16"}
     assert b.selectbox(key="model").value == "vgg11" and b.number_input(key="batch_size").value == 1
+
+
+@pytest.mark.app
+@pytest.mark.parametrize("page", ["roofline.py", "devices.py", "network.py", "benchmark.py", "compare.py",
+                                  "course_labs.py"])
+def test_every_page_takes_a_link_and_keeps_it(page):
+    params = {"model": "resnet18", "batch": "8", "dtype": "fp16", "device": "h100-sxm", "ppp": "0.8"}
+    at = _open(page, params)
+    assert (at.selectbox(key="model").value, at.number_input(key="batch_size").value, at.slider(key="ppp").value,
+            at.selectbox(key="device").value) == ("resnet18", 8, 0.8, "h100-sxm")
+    assert not [w.value for w in at.warning if "Link parameter" in w.value]
+    assert {k: v for k, v in at.query_params.items() if k != "lab"} == params
