@@ -19,7 +19,7 @@ import math
 import zlib
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 import core
 from core.api import TIMM_PREFIX, parse_shape
@@ -118,9 +118,11 @@ def link(state: Mapping, defaults: Mapping, *, base_url: str = "", packed: str |
         if not same:
             params[url_key] = text
 
+    base = base_url + "/" if base_url and not urlsplit(base_url).path else base_url    # http://host → http://host/
+
     def url(p: Mapping[str, str]) -> str:
         query = urlencode({**(others or {}), **p}, safe=":", quote_via=quote)
-        return f"{base_url}?{query}" if query else (base_url or "?")
+        return f"{base}?{query}" if query else (base or "?")
 
     too_large = None
     if params.get("model") == CUSTOM and packed is not None:

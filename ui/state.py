@@ -125,7 +125,7 @@ def _share() -> None:
             del st.query_params[k]
         elif want is not None and st.query_params.get(k) != want:
             st.query_params[k] = want
-    st.caption("**Link to this view** (this page, these settings): copy it with the button beside it.")
+    st.caption("**Link to this view**: this page with these settings (the button copies it).")
     st.code(made.url, language=None, wrap_lines=True, height=160 if len(made.url) > 400 else "content")
     if made.network_chars:
         st.info(f"Your edited network is {made.network_chars:,} characters packed: too large for a link (at most "
@@ -254,8 +254,9 @@ def sidebar() -> Selection:
         for message in db.left_out:          # a corrupt user devices file: said on every page, not only Devices
             st.warning(f"Your devices file was not loaded ({message}); the built-in devices are shown. The Devices "
                        "page keeps the file aside when you save.")
-    for notice in st.session_state.pop(LINK_NOTICES, []):     # once, above the page: what the link had wrong
-        st.warning(notice)
+    notices = st.session_state.pop(LINK_NOTICES, [])          # once, above the page: what the link had wrong
+    if notices:
+        st.warning("\n".join(f"- {n}" for n in notices))
     try:
         report = analysis(current_network(), st.session_state[INPUT].strip(), int(st.session_state[BATCH]),
                           st.session_state[DTYPE], st.session_state[OPTIMIZER])
