@@ -76,7 +76,8 @@ def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m core", description="CNN performance calculator")
     sub = p.add_subparsers(dest="cmd", required=True)
     a = sub.add_parser("analyze", help="per-layer parameters, MACs, FLOPs and memory")
-    a.add_argument("model", help="a built-in network (see 'list') or a path to an IR JSON file")
+    a.add_argument("model", help="a built-in network (see 'list'), a path to an IR JSON file or an .onnx model, "
+                                 "or timm:NAME (a timm model, built without weights)")
     a.add_argument("--input", help="per-sample input shape, e.g. 3x224x224 (default: the network's)")
     a.add_argument("--batch", type=int, default=1, help="batch size (default 1)")
     a.add_argument("--dtype", default=DEFAULT_DTYPE, help=f"one of {', '.join(PRECISIONS)} (default {DEFAULT_DTYPE})")
@@ -90,7 +91,7 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--file", help="a device JSON file instead of device_specs.json")
 
     e = sub.add_parser("estimate", help="PALEO time estimate and roofline on a device")
-    e.add_argument("model", help="a built-in network or an IR JSON file")
+    e.add_argument("model", help="a built-in network, an IR JSON file, an .onnx model or timm:NAME")
     e.add_argument("--device", required=True, help="device id or name (case-insensitive)")
     e.add_argument("--input", help="per-sample input shape, e.g. 3x224x224")
     e.add_argument("--batch", type=int, default=1)
