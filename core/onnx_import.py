@@ -69,14 +69,14 @@ def _onnx():
 
 # == reading ======================================================================================================
 
-def _read(source: Any) -> tuple[bytes, str]:
-    """The bytes of ``source`` (a path or the file's bytes) and a name for the network."""
+def _read(source: Any) -> tuple[bytes, str, str]:
+    """The bytes of ``source`` (a path or the file's bytes), a name for the network and what messages call it."""
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
         if len(data) > MAX_ONNX_BYTES:
             raise NetworkError(f"the model is {len(data):,} bytes; the limit is {MAX_ONNX_BYTES:,}", field="model",
                                value="<bytes>")
-        return data, "onnx_model"
+        return data, "onnx_model", "ONNX model"
     if not isinstance(source, (str, os.PathLike)):
         raise NetworkError(f"expected a path to an .onnx file or its bytes, got {type(source).__name__}",
                            field="model", value=shown(source))
@@ -105,7 +105,7 @@ def _read(source: Any) -> tuple[bytes, str]:
             os.close(fd)
     if len(data) > MAX_ONNX_BYTES:
         raise NetworkError(f"the file is over the limit of {MAX_ONNX_BYTES:,} bytes", field="model", value=path)
-    return data, name
+    return data, name, os.path.basename(path)
 
 
 def _parse(data: bytes, where: str):
@@ -279,11 +279,12 @@ def _opset(model) -> int:
 # == the converter ================================================================================================
 
 class _Converter:
-    def __init__(self, model, name: str, input_shape):
+    def __init__(self, model, name: str, input_shape, label: str | None = None):
         self.onnx = _onnx()
         self.model = model
         self.graph = model.graph
         self.name = name
+        self.label = label or name          # what messages call the model (its file name)
         self.opset = _opset(model)
         self.nodes: list[Node] = []
         self.names: set[str] = {INPUT}
@@ -298,7 +299,7 @@ class _Converter:
         self.patterns: dict[int, tuple] = {}     # id(node) → (IR op, input tensor) for fused activations
         self.linear_bias: dict[str, str] = {}    # ONNX output of a bias-free linear (MatMul) → its IR name
         self.computed: dict[str, tuple] = {}     # ONNX shapes (batch 1) computed here where inference had none
-        self.order = _topological(self.graph, name)
+        self.order = _topological(self.graph, self.label)
         self.consumers: dict[str, list] = {}
         for node in self.order:
             for slot, t in enumerate(node.input):
@@ -316,11 +317,11 @@ class _Converter:
         data = next((i for i in candidates if not _feeds_only_weight_slots(i.name, self.consumers)), None)
         if data is None:
             raise NetworkError("the graph has no data input (every graph input is an initializer or a weight)",
-                               node=self.name, field="input")
+                               node=self.label, field="input")
         t = data.type.tensor_type
         if not data.type.HasField("tensor_type") or not t.HasField("shape") or len(t.shape.dim) < 2:
             raise NetworkError("the data input needs a shape with a batch dimension first, like [N, 3, 224, 224]",
-                               node=self.name, field="input", value=data.name)
+                               node=self.label, field="input", value=data.name)
         dims = list(t.shape.dim)
         if input_shape is not None:
             from .api import parse_shape
@@ -341,14 +342,14 @@ class _Converter:
             shape = tuple(shape)
             if any(s > MAX_DIM for s in shape):
                 raise NetworkError(f"input '{data.name}' has an absurdly large dimension (limit {MAX_DIM:,})",
-                                   node=self.name, field="input", value=list(shape))
+                                   node=self.label, field="input", value=list(shape))
         for other in candidates:
             if other is data:
                 continue
             d0 = other.type.tensor_type.shape.dim if other.type.HasField("tensor_type") else []
             if d0 and not d0[0].HasField("dim_value") and d0[0].dim_param:
                 raise NetworkError("only networks with one input are supported; this graph input has a symbolic "
-                                   "batch dimension too", node=self.name, field="input", value=other.name)
+                                   "batch dimension too", node=self.label, field="input", value=other.name)
         return data, tuple(shape)
 
     def _skeleton(self):
@@ -389,10 +390,15 @@ class _Converter:
         try:
             s1 = onnx.shape_inference.infer_shapes(skeleton, strict_mode=True, data_prop=True)
         except onnx.shape_inference.InferenceError as e:
-            raise NetworkError(f"ONNX shape inference refuses the graph: {_inference_message(e)}",
-                               node=self.name) from None
+            node, op, reason = _inference_message(e)
+            import re
+
+            attr = re.match(r"Attribute (\w+)", reason)
+            raise NetworkError(f"ONNX shape inference refuses it: {reason}",
+                               node=f"{node} ({op})" if node and op else node or self.label,
+                               field=attr.group(1) if attr else None) from None
         except Exception as e:  # noqa: BLE001 — onnx raises several types for a malformed graph
-            raise NetworkError(f"ONNX shape inference failed: {_first_line(e)}", node=self.name) from None
+            raise NetworkError(f"ONNX shape inference failed: {_first_line(e)}", node=self.label) from None
         data = skeleton.graph.input[0]
         data.type.tensor_type.shape.dim[0].dim_value = PROBE_BATCH
         try:
@@ -401,6 +407,13 @@ class _Converter:
             s2 = None
         first = _shapes(s1.graph)
         second = _shapes(s2.graph) if s2 is not None else {}
+        declared = self.graph.input[list(i.name for i in self.graph.input).index(self.data_input.name)]
+        if (_dims(declared.type) or (None,))[0] == 1 and self.input_dims == _dims(declared.type)[1:]:
+            # shapes the file declares (at batch 1, for the input it declares) where inference found none: the
+            # outputs of ops from other domains
+            for vi in list(self.graph.value_info) + list(self.graph.output):
+                if first.get(vi.name) is None and _dims(vi.type) is not None:
+                    first[vi.name] = _dims(vi.type)
         return {k: _Tensor(v, second.get(k)) for k, v in first.items()}
 
     def _scopes(self) -> None:
@@ -426,6 +439,9 @@ class _Converter:
             if mods not in self.containers and self.scope_count.get(mods, 0) == 1:
                 return path
             return f"{path}.{leaf.lower()}"
+        scopes = _torch_scopes(node)          # the dynamo exporter's module path ("layer1.0.conv1")
+        if scopes:
+            return scopes[-1]
         if node.name:
             return node.name.strip("/").replace("/", ".") or node.op_type.lower()
         return node.op_type.lower()
@@ -588,7 +604,7 @@ class _Converter:
                 self._convert_node(node)
         outputs = [self.env[o.name] for o in self.graph.output if self.is_act(o.name)]
         if not outputs:
-            raise NetworkError("no graph output depends on the input", node=self.name, field="output",
+            raise NetworkError("no graph output depends on the input", node=self.label, field="output",
                                value=[o.name for o in self.graph.output])
         self._leftover_weights()
         net = Network.make(self.name, {INPUT: self.input_dims}, self.nodes, list(dict.fromkeys(outputs)),
@@ -607,7 +623,7 @@ class _Converter:
         self.ir_shape[INPUT] = self.input_dims
         expected = self.info(self.data_input.name).per_sample()
         if expected is not None and expected != self.input_dims:
-            raise NetworkError(f"inference gives the input per-sample shape {list(expected)}", node=self.name,
+            raise NetworkError(f"inference gives the input per-sample shape {list(expected)}", node=self.label,
                                field="input", value=list(self.input_dims))
         floats = (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16,
                   onnx.TensorProto.BFLOAT16)
@@ -617,7 +633,7 @@ class _Converter:
                 try:
                     value = onnx.numpy_helper.to_array(t)
                 except Exception as e:  # noqa: BLE001 — a tensor whose data does not match its type
-                    raise NetworkError(f"initializer data is malformed ({_first_line(e)})", node=self.name,
+                    raise NetworkError(f"initializer data is malformed ({_first_line(e)})", node=self.label,
                                        field="initializer", value=t.name) from None
             is_weight = t.data_type in floats
             if is_weight:
@@ -629,7 +645,7 @@ class _Converter:
                 continue
             dims = _dims(i.type)
             if dims is None:
-                raise NetworkError("a weight input needs a fixed shape", node=self.name, field="input",
+                raise NetworkError("a weight input needs a fixed shape", node=self.label, field="input",
                                    value=i.name)
             is_weight = i.type.tensor_type.elem_type in floats
             if is_weight:
@@ -946,9 +962,19 @@ def _shapes(graph) -> dict[str, tuple | None]:
     return out
 
 
-def _inference_message(e: Exception) -> str:
+def _inference_message(e: Exception) -> tuple[str | None, str | None, str]:
+    """(node, op type, reason) from onnx's InferenceError text: "[ShapeInferenceError] Inference error(s):
+    (op_type:Conv, node name: conv1): [ShapeInferenceError] Attribute strides must only contain positive values"."""
+    import re
+
     text = " ".join(str(e).split())
-    return text[:400]
+    m = re.search(r"\(op_type:([\w.]+), node name: ([^)]*)\): (?:\[\w+\] )?(.*)", text)
+    if m:
+        return m.group(2) or None, m.group(1), m.group(3)[:300]
+    m = re.search(r"node name (\S+?)\.? (.*)", text)
+    if m:
+        return m.group(1), None, text[:300]
+    return None, None, text.replace("[ShapeInferenceError] ", "")[:300]
 
 
 def _scope(name: str) -> tuple | None:
@@ -956,6 +982,21 @@ def _scope(name: str) -> tuple | None:
         return None
     parts = [p for p in name.strip("/").split("/") if p]
     return tuple(parts[:-1]) or None
+
+
+def _torch_scopes(node) -> list[str]:
+    """The module names ``torch.onnx.export(..., dynamo=True)`` records on a node (its last entry, the aten op,
+    left out)."""
+    import ast
+
+    for p in node.metadata_props:
+        if p.key == "pkg.torch.onnx.name_scopes":
+            try:
+                scopes = ast.literal_eval(p.value)
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                return []
+            return [x for x in scopes[:-1] if isinstance(x, str) and x] if isinstance(scopes, list) else []
+    return []
 
 
 def _clean(t: str) -> str:
@@ -1021,6 +1062,12 @@ def _spatial_padding(c: _Converter, node, base: str, x: str, begins, ends) -> tu
     return x, sym
 
 
+def _bias_size(node, base: str, b: _Const | None, channels: int) -> None:
+    if b is not None and prod(b.shape) != channels:
+        raise NetworkError(f"has {prod(b.shape)} values for {channels} output channels", node=node.name or base,
+                           field="B", value=list(b.shape))
+
+
 def _need_nchw(c: _Converter, t: str) -> str:
     x = c.act(t)
     if c.batch_axis(t) != 0 or len(c.full(t)) != 4:
@@ -1046,6 +1093,15 @@ def _conv(c: _Converter, node, base: str):
     group = _attr(node, "group", 1)
     if not isinstance(group, int) or group < 1:
         raise NetworkError("must be a positive integer", node=node.name or base, field="group", value=group)
+    channels = c.full(node.input[0])[1]
+    if channels % group or w.shape[1] * group != channels:
+        raise NetworkError(f"the weight {list(w.shape)} with group {group} takes {w.shape[1] * group} input "
+                           f"channels, the input has {channels}", node=node.name or base, field="W",
+                           value=node.input[1])
+    if w.shape[0] % group:
+        raise NetworkError(f"group {group} does not divide the weight's {w.shape[0]} output channels",
+                           node=node.name or base, field="group", value=group)
+    _bias_size(node, base, b, w.shape[0])
     begins, ends = _auto_pad(node, c.full(node.input[0])[2:], kernel, strides, dilations)
     x, sym = _spatial_padding(c, node, base, x, begins, ends)
     name = c.emit(base, "conv2d", [x], out_channels=w.shape[0], kernel_size=kernel, stride=strides, padding=sym,
@@ -1064,6 +1120,11 @@ def _conv_transpose(c: _Converter, node, base: str):
     if not isinstance(group, int) or group < 1:
         raise NetworkError("must be a positive integer", node=node.name or base, field="group", value=group)
     kernel = tuple(w.shape[2:])
+    channels = c.full(node.input[0])[1]
+    if w.shape[0] != channels or channels % group:
+        raise NetworkError(f"the weight {list(w.shape)} with group {group} takes {w.shape[0]} input channels, the "
+                           f"input has {channels}", node=node.name or base, field="W", value=node.input[1])
+    _bias_size(node, base, b, w.shape[1] * group)
     strides = _ints(node, "strides", 2, 1, 1)
     dilations = _ints(node, "dilations", 2, 1, 1)
     out_pad = _ints(node, "output_padding", 2, 0, 0)
@@ -1108,7 +1169,10 @@ def _gemm(c: _Converter, node, base: str):
     if len(w.shape) != 2:
         raise NetworkError(f"expects a 2-d weight, got {list(w.shape)}", node=node.name or base, field="B",
                            value=bt)
-    out = w.shape[0] if _attr(node, "transB", 0) else w.shape[1]
+    out, k = (w.shape[0], w.shape[1]) if _attr(node, "transB", 0) else (w.shape[1], w.shape[0])
+    if c.full(a)[-1] != k:
+        raise NetworkError(f"the weight {list(w.shape)} takes {k} features, the input has {c.full(a)[-1]}",
+                           node=node.name or base, field="B", value=bt)
     if _attr(node, "alpha", 1.0) != 1.0 or _attr(node, "beta", 1.0) != 1.0:
         c.warn(f"{node.name or base}: Gemm's alpha/beta scaling is not costed")
     bias = c.const(node.input[2]) if len(node.input) > 2 and node.input[2] else None
@@ -1129,6 +1193,9 @@ def _matmul(c: _Converter, node, base: str):
     if c.is_act(a) and not c.is_act(b):
         w = c.weight(b, "weight")
         if len(w.shape) == 2:
+            if c.full(a)[-1] != w.shape[0]:
+                raise NetworkError(f"the weight {list(w.shape)} takes {w.shape[0]} features, the input has "
+                                   f"{c.full(a)[-1]}", node=node.name or base, field="B", value=b)
             name = c.emit(base, "linear", [c.act(a)], out_features=w.shape[1], bias=False)
             c.count(name, w)
             c.linear_bias[node.output[0]] = name
@@ -1141,6 +1208,11 @@ def _batch_norm(c: _Converter, node, base: str):
     if c.batch_axis(node.input[0]) != 0:
         raise _Unsupported("the batch is not the first axis")
     consts = [c.weight(t, ("scale", "bias", "mean", "variance")[i]) for i, t in enumerate(node.input[1:5])]
+    channels = c.full(node.input[0])[1]
+    for field, k in zip(("scale", "B", "input_mean", "input_var"), consts):
+        if prod(k.shape) != channels:
+            raise NetworkError(f"has {prod(k.shape)} values for {channels} channels", node=node.name or base,
+                               field=field, value=list(k.shape))
     eps = float(_attr(node, "epsilon", 1e-5))
     momentum = float(_attr(node, "momentum", 0.9))
     name = c.emit(base, "batch_norm", [x], eps=eps, momentum=1.0 - momentum)
@@ -1696,15 +1768,14 @@ def _evaluate(node, vals: list, opset: int) -> list:
 def import_onnx(source: Any, input_shape: Any = None, *, name: str | None = None) -> ImportResult:
     """Convert the ONNX model at ``source`` (a path, or the file's bytes) into a Network, with the warnings and the
     ops that became opaque nodes. ``input_shape`` (per sample, e.g. (3, 224, 224)) replaces the model's own."""
-    data, default_name = _read(source)
-    where = name or default_name
-    model = _parse(data, where)
+    data, default_name, label = _read(source)
+    model = _parse(data, name or label)
     del data
     try:
-        conv = _Converter(model, where, input_shape)
+        conv = _Converter(model, name or default_name, input_shape, name or label)
         network = conv.convert()
     except RecursionError:
-        raise NetworkError("the graph is nested too deeply to read", node=where) from None
+        raise NetworkError("the graph is nested too deeply to read", node=name or label) from None
     return ImportResult(network, tuple(conv.warnings), tuple(conv.unsupported))
 
 
