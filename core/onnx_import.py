@@ -336,7 +336,7 @@ class _Converter:
                 if not d.HasField("dim_value") or d.dim_value < 1:
                     sym = d.dim_param or "?"
                     raise NetworkError(f"input '{data.name}' has a symbolic dimension '{sym}' at position {i}: "
-                                       "give the per-sample input shape (e.g. --input 3x224x224)",
+                                       "give the per-sample input shape (e.g. 3x224x224; --input on the command line)",
                                        field="input_shape", value=None)
                 shape.append(int(d.dim_value))
             shape = tuple(shape)
@@ -1767,15 +1767,20 @@ def _evaluate(node, vals: list, opset: int) -> list:
 
 def import_onnx(source: Any, input_shape: Any = None, *, name: str | None = None) -> ImportResult:
     """Convert the ONNX model at ``source`` (a path, or the file's bytes) into a Network, with the warnings and the
-    ops that became opaque nodes. ``input_shape`` (per sample, e.g. (3, 224, 224)) replaces the model's own."""
+    ops that became opaque nodes. ``input_shape`` (per sample, e.g. (3, 224, 224)) replaces the model's own.
+    ``name`` names the network (a file name, "model.onnx", names it "model" and is what messages call it)."""
     data, default_name, label = _read(source)
-    model = _parse(data, name or label)
+    if name is not None and name.lower().endswith(".onnx"):     # an uploaded file's name: messages say it
+        name, label = name[:-5] or default_name, name
+    elif name is not None:
+        label = name
+    model = _parse(data, label)
     del data
     try:
-        conv = _Converter(model, name or default_name, input_shape, name or label)
+        conv = _Converter(model, name or default_name, input_shape, label)
         network = conv.convert()
     except RecursionError:
-        raise NetworkError("the graph is nested too deeply to read", node=name or label) from None
+        raise NetworkError("the graph is nested too deeply to read", node=label) from None
     return ImportResult(network, tuple(conv.warnings), tuple(conv.unsupported))
 
 

@@ -1,13 +1,17 @@
 """Network: build or edit a network layer by layer in a table (sequential networks: add, remove, reorder), what-if
-edits on any network with the coupled channel group shown, undo and reset, IR JSON in and out, PyTorch code."""
+edits on any network with the coupled channel group shown, undo and reset, IR JSON in and out, ONNX models in
+(``core.onnx_import``), PyTorch code."""
 
 import streamlit as st
 
 import core
 from core.edit import channel_groups
 from ui import builder
-from ui.state import CUSTOM_NET, DEFAULTS, HISTORY, MODEL, choose_model, current_network, page, set_custom
+from ui.state import CUSTOM_NET, DEFAULTS, HISTORY, INPUT, MODEL, choose_model, current_network, page, set_custom
 from ui.tables import editable_layers
+
+ONNX_UPLOAD_MB = 256          # the uploader's cap, server.maxUploadSize in .streamlit/config.toml
+ONNX_DONE = "onnx_imported"   # the last ONNX upload read: its file id, the input shape used, the result or error
 
 sel = page("Network")
 net = current_network()
@@ -17,6 +21,47 @@ st.caption(f"{net.name}: {len(net.nodes)} layers, {sel.report.totals['params']:,
 
 def _base_name(n: core.Network) -> str:
     return n.name.split(" (edited)")[0]
+
+
+def _import_onnx(upload) -> None:
+    """An uploaded ONNX model becomes the custom network, once per file (the uploader keeps the file across
+    reruns); its warnings and opaque nodes stay shown below the uploader. A model with symbolic sizes takes the
+    sidebar's input shape, and is read again when that changes."""
+    from core.onnx_import import import_onnx
+
+    shape = st.session_state[INPUT].strip()
+    done = st.session_state.get(ONNX_DONE)
+    if done is None or done["file"] != upload.file_id or (done["error"] and done["shape"] != shape):
+        done = {"file": upload.file_id, "shape": shape, "error": None}
+        try:
+            result = import_onnx(upload.getvalue(), shape or None, name=upload.name)
+        except core.CalcError as e:
+            done["error"] = str(e)
+            st.session_state[ONNX_DONE] = done
+        else:
+            done.update(network=result.network, warnings=result.warnings, unsupported=result.unsupported)
+            st.session_state[ONNX_DONE] = done
+            set_custom(result.network)
+            st.session_state.pop("edit_message", None)
+            st.rerun()
+    if done["error"]:
+        hint = " Type the per-sample shape in the sidebar's Input shape (e.g. 3x224x224)." \
+            if "input_shape" in done["error"] else ""
+        st.error(f"{done['error']}. Nothing was imported.{hint}")
+        return
+    imported = done["network"]
+    st.success(f"Imported {upload.name}: {imported.name}, {len(imported.nodes)} layers, input "
+               f"{'×'.join(map(str, imported.inputs[0][1]))}" + ("" if current_network() is imported else
+                                                                  " (no longer the current network: an edit, "
+                                                                  "Undo or another choice replaced it)"))
+    if done["unsupported"]:
+        kinds = sorted(set(done["unsupported"]))
+        st.warning(f"{len(done['unsupported'])} node(s) have no cost rule and count no FLOPs ({', '.join(kinds)}): "
+                   "their shapes come from the ONNX file. The totals are lower bounds.")
+    if done["warnings"]:
+        with st.expander(f"Import warnings ({len(done['warnings'])})"):
+            for w in done["warnings"]:
+                st.markdown(f"- {w}")
 
 
 def _apply(new: core.Network, message: str) -> None:
@@ -112,8 +157,14 @@ if u2.button("Reset", key="edit_reset", disabled=st.session_state.get(CUSTOM_NET
 st.subheader("Import and export")
 e1, e2 = st.columns(2)
 e1.download_button("Export IR JSON", net.to_json(), f"{net.name}.json", "application/json", key="export_json")
-upload = e2.file_uploader("Import IR JSON (max 2 MB)", type=["json"], key="import_json")
-if upload is not None:
+upload = e2.file_uploader(
+    f"Import IR JSON (max 2 MB) or an ONNX model (max {ONNX_UPLOAD_MB} MB)", type=["json", "onnx"], key="import_json",
+    help="An ONNX model is read, never run, and its weights are not needed: torch.onnx.export(..., "
+         "export_params=False) writes a file of a few hundred KB. Export with do_constant_folding=False to keep "
+         "BatchNorm layers as they are in PyTorch (folded into the convolutions, they count fewer parameters).")
+if upload is not None and upload.name.lower().endswith(".onnx"):
+    _import_onnx(upload)
+elif upload is not None:
     data = upload.getvalue()
     if len(data) > 2 * 2 ** 20:
         st.error(f"{upload.name}: {len(data):,} bytes is over the 2 MB limit; nothing was imported.")
