@@ -45,6 +45,7 @@ from .registry import MAX_DIM, Ctx, get_rule, shown, validate_attrs
 MAX_ONNX_BYTES = 2 ** 31 - 1
 MAX_VALUE_ELEMS = 2 ** 16      # larger initializers are kept by shape only (for a weight, the shape is all that counts)
 MAX_FOLD_ELEMS = 2 ** 20       # input-independent values up to this size are computed (a Swin mask is 64·49·49)
+MAX_KEPT_ELEMS = 64            # float initializers this small keep their data for inference (Resize scales)
 PROBE_BATCH = 2                # the second batch size the graph is inferred at, to find the batch axis of each tensor
 INPUT = "x"                    # the IR name of the network input, as in the PyTorch importer
 STANDARD_DOMAINS = ("", "ai.onnx")
@@ -299,6 +300,7 @@ class _Converter:
         self.patterns: dict[int, tuple] = {}     # id(node) → (IR op, input tensor) for fused activations
         self.linear_bias: dict[str, str] = {}    # ONNX output of a bias-free linear (MatMul) → its IR name
         self.computed: dict[str, tuple] = {}     # ONNX shapes (batch 1) computed here where inference had none
+        self.as_values: set[str] = set()         # one-element weights read as numbers (x + 1.0): not parameters
         self.order = _topological(self.graph, self.label)
         self.consumers: dict[str, list] = {}
         for node in self.order:
@@ -363,10 +365,10 @@ class _Converter:
         seen = {self.data_input.name}
         for t in self.graph.initializer:
             seen.add(t.name)
-            if self._small(t) and t.data_type not in (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE,
-                                                      onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16) \
-                    or (prod(t.dims) <= 1 and self._small(t)):
-                inits.append(t)
+            if self._small(t) and (prod(t.dims) <= MAX_KEPT_ELEMS or t.data_type not in (
+                    onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16,
+                    onnx.TensorProto.BFLOAT16)):
+                inits.append(t)       # sizes, axes, scales, indices: what inference reads the values of
             else:
                 inputs.append(h.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
         for i in self.graph.input:
@@ -492,6 +494,7 @@ class _Converter:
             raise _Unsupported(f"its {what} depends on the input")
         if c.value is None:
             raise _Unsupported(f"its {what} ('{t}') is not known without running the graph")
+        self.as_values.update(c.params)      # read as a number (a Clip bound, a scalar operand): not a parameter
         return c.value
 
     def ints_of(self, t: str, what: str) -> list[int]:
@@ -598,7 +601,7 @@ class _Converter:
             ins = [t for t in node.input if t]
             if node.op_type in ("Shape", "Size") and node.domain in STANDARD_DOMAINS and ins and self.is_act(ins[0]):
                 self._fold(node, shape_of_act=True)
-            elif all(not self.is_act(t) for t in ins) and not self._is_source(node):
+            elif all(not self.is_act(t) for t in ins) and id(node) not in self.patterns:
                 self._fold(node)
             else:
                 self._convert_node(node)
@@ -612,10 +615,6 @@ class _Converter:
                                        f"{self.model.producer_version}, opset {self.opset})".replace(" ,", ","))
         compile_network(net)
         return net
-
-    @staticmethod
-    def _is_source(node) -> bool:
-        return False
 
     def _seed(self) -> None:
         onnx = self.onnx
@@ -701,7 +700,8 @@ class _Converter:
             full, (axis, merged) = self.computed.pop(out)
             full = info.s1 or full
         else:
-            acts = [t for t in node.input if self.is_act(t)]
+            acts = [t for t in node.input if self.is_act(t)] or \
+                ([self.patterns[id(node)][1]] if id(node) in self.patterns else [])
             src = max(acts, key=lambda t: len(self.full(t))) if acts else None
             k, m = self.where(src) if src is not None else (0, None)
             full = info.s1
@@ -711,7 +711,7 @@ class _Converter:
                 axis = None if k is None else min(k, len(per_sample))
                 full = per_sample if axis is None else per_sample[:axis] + (1,) + per_sample[axis:]
                 merged = m
-            elif len(full) == len(self.full(src)):
+            elif src is not None and len(full) == len(self.full(src)):
                 axis = k if k is not None and full[k] == 1 else None
                 merged = m if axis is None else None
             else:
@@ -912,6 +912,7 @@ class _Converter:
                     other = [t for t in half.input if t != mul.output[0]]
                     if len(other) == 1 and self._const_scalar(other[0]) == 0.5:
                         self.absorbed.update({id(div), id(node), id(add), id(mul)})
+                        self.as_values.update({div.input[1], one[0], other[0]})     # √2, 1 and 0.5
                         self.patterns[id(half)] = ("gelu", x)
 
     def _const_scalar(self, t: str) -> float | None:
@@ -931,7 +932,8 @@ class _Converter:
     # -- weights not counted by any node -----------------------------------------------------------------------
     def _leftover_weights(self) -> None:
         used = {t for node in self.order for t in node.input if t}
-        left = [w for w in self.weights if w not in self.counted and w in used and self._reaches_activation(w)]
+        left = [w for w in self.weights if w not in self.counted and w not in self.as_values and w in used
+                and self._reaches_activation(w)]
         if left:
             p = self.emit("onnx_weights", "parameter", [], shape=(1,), numel=sum(self.weights[w] for w in left))
             for w in left:
@@ -1317,8 +1319,8 @@ def _binary(op: str):
         for first, second in ((a, b), (b, a)):  # a scalar operand: an attribute (a scalar first only for + and ×)
             if c.is_act(first) and not c.is_act(second) and (op in ("add", "mul") or first == a):
                 k = c.const(second)
-                if k is not None and k.value is not None and k.value.size == 1 and not k.params:
-                    return c.emit(base, op, [c.act(first)], scalar=float(k.value.reshape(-1)[0]))
+                if k is not None and k.value is not None and k.value.size == 1:
+                    return c.emit(base, op, [c.act(first)], scalar=float(c.value(second, "operand").reshape(-1)[0]))
         return c.emit(base, op, [c.operand(a, c.like(node)), c.operand(b, c.like(node))])
     return handler
 
@@ -1609,9 +1611,20 @@ def _resize(c: _Converter, node, base: str):
     ir_mode = {"nearest": "nearest", "linear": "bilinear", "bilinear": "bilinear", "cubic": "bicubic"}.get(mode)
     if ir_mode is None:
         raise NetworkError("must be nearest, linear or cubic", node=node.name or base, field="mode", value=mode)
-    out = c.settle(node, node.output[0]).per_sample() if c.info(node.output[0]).s1 is not None else None
-    if out is None:
-        raise _Unsupported("its output size is unknown")
+    full, k = c.full(node.input[0]), c.batch_axis(node.input[0])
+    if c.info(node.output[0]).s1 is None:         # sizes or scales computed by ops inference does not fold
+        ins = list(node.input) + [""] * 4
+        if ins[3]:
+            size = tuple(c.ints_of(ins[3], "sizes"))
+        else:
+            scales = ins[2] if c.opset >= 11 else ins[1]
+            factors = c.value(scales, "scales").reshape(-1).tolist() if scales else list(_attr(node, "scales", []))
+            if len(factors) != len(full):
+                raise NetworkError(f"expected {len(full)} scales", node=node.name or base, field="scales",
+                                   value=factors)
+            size = tuple(int(d * f) for d, f in zip(full, factors))
+        c.computed[node.output[0]] = (size, (k, None))
+    out = c.settle(node, node.output[0]).per_sample()
     align = _attr(node, "coordinate_transformation_mode", "half_pixel") == "align_corners"
     return c.emit(base, "interpolate", [x], size=tuple(out[1:]), mode=ir_mode,
                   align_corners=align if ir_mode != "nearest" else None)
