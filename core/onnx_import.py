@@ -1,10 +1,11 @@
 """ONNX → IR: read a model file with the ``onnx`` package, infer its shapes, and map every node to an IR op.
 
-Nothing is executed: no runtime, no torch. The graph is read (``onnx.load(..., load_external_data=False)``: weights
-kept in external files are never opened), its shapes are inferred by ONNX's own shape inference, computation that
-does not depend on the input (``Constant``, ``Shape`` → ``Gather`` → ``Concat`` chains, transposed weights) is folded
-here with numpy, and what is left maps to IR ops. An op without a rule becomes an explicit ``opaque`` node with
-ONNX's shape and a warning, as in the PyTorch importer (``core.bridge.fx_import``): never a silent zero.
+Nothing is executed: no runtime, no torch. The file is read (at most ``MAX_ONNX_BYTES``) and parsed with
+``onnx.load_from_string``, which never opens the external files a large model keeps its weights in. Its shapes are
+inferred by ONNX's own shape inference; computation that does not depend on the input (``Constant``, ``Shape`` →
+``Gather`` → ``Concat`` chains, transposed weights) is folded here with numpy, and what is left maps to IR ops. An op
+without a rule becomes an explicit ``opaque`` node with ONNX's shape and a warning, as in the PyTorch importer
+(``core.bridge.fx_import``): never a silent zero.
 
 **Per sample.** The IR is per sample with the batch first; an ONNX graph carries the batch in its tensors, and not
 always first (``nn.MultiheadAttention`` runs on ``[L, N, E]`` and folds the batch into the heads, ``[N·heads, L,
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import heapq
 import os
+import re
 import stat
 from dataclasses import dataclass
 from math import prod
@@ -393,8 +395,6 @@ class _Converter:
             s1 = onnx.shape_inference.infer_shapes(skeleton, strict_mode=True, data_prop=True)
         except onnx.shape_inference.InferenceError as e:
             node, op, reason = _inference_message(e)
-            import re
-
             attr = re.match(r"Attribute (\w+)", reason)
             raise NetworkError(f"ONNX shape inference refuses it: {reason}",
                                node=f"{node} ({op})" if node and op else node or self.label,
@@ -460,12 +460,17 @@ class _Converter:
         """Append an IR node and compute its per-sample shape with its rule (a rule that refuses it raises
         ``NetworkError``, which the caller turns into an opaque node)."""
         name = self.unique(base)
-        node = Node.make(name, op, list(inputs), **{k: v for k, v in attrs.items() if v is not None})
-        rule = get_rule(op, name)
-        checked = validate_attrs(rule, name, node.attr)
-        shape = rule.shape(Ctx(name, checked, tuple(self.ir_shape[i] for i in node.inputs)))
-        if not all(isinstance(d, int) and 1 <= d <= MAX_DIM for d in shape):
-            raise NetworkError(f"gives the per-sample shape {list(shape)}", node=name)
+        try:
+            node = Node.make(name, op, list(inputs), **{k: v for k, v in attrs.items() if v is not None})
+            rule = get_rule(op, name)
+            checked = validate_attrs(rule, name, node.attr)
+            shape = rule.shape(Ctx(name, checked, tuple(self.ir_shape[i] for i in node.inputs)))
+            if not all(isinstance(d, int) and 1 <= d <= MAX_DIM for d in shape):
+                raise NetworkError(f"gives the per-sample shape {list(shape)}", node=name)
+        except NetworkError as e:
+            self.names.discard(name)
+            e.failed_emit = True            # the IR cannot represent what ONNX accepted: an opaque node instead
+            raise
         self.nodes.append(node)
         self.ir_shape[name] = tuple(shape)
         return name
@@ -678,11 +683,15 @@ class _Converter:
             self._undo(mark)
             self._opaque(node, base, str(e))
         except NetworkError as e:
-            if e.node is not None and e.node in self.names and e.node not in {n.name for n in self.nodes[:mark]}:
-                self._undo(mark)           # an IR rule refused what ONNX accepted: the IR cannot represent it
+            if getattr(e, "failed_emit", False):
+                self._undo(mark)
                 self._opaque(node, base, f"the IR's {e.field or 'rule'} check refuses it: {e.reason}")
             else:
                 raise NetworkError(e.reason, node=node.name or base, field=e.field, value=e.value) from None
+        except (IndexError, KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as e:
+            # inputs or attributes of a kind the op does not take (a Conv without its weight): the file is malformed
+            raise NetworkError(f"cannot read this {node.op_type} node ({type(e).__name__}: {_first_line(e)})",
+                               node=node.name or base, field="op_type", value=node.op_type) from None
 
     def where(self, t: str) -> tuple:
         """(batch axis, merged axis) of activation ``t``."""
@@ -749,7 +758,10 @@ class _Converter:
             if not out:
                 continue
             if self.info(out).s1 is None and i == 0:
-                guess = self._elementwise_or_reduce(node)
+                try:
+                    guess = self._elementwise_or_reduce(node)
+                except _Unsupported:
+                    guess = None
                 if guess is not None:
                     self.computed[out] = (guess[0], (guess[1], None))
             try:
@@ -834,14 +846,11 @@ class _Converter:
             self.weights[outs[0]] = self.weights[node.input[0]]
             self.env[outs[0]] = _Const(ins[0].value, ins[0].shape, frozenset({outs[0]}))
             return
-        elif all(c is None or c.value is not None for c in ins if True) and node.domain in STANDARD_DOMAINS:
+        elif all(c is None or c.value is not None for c in ins) and node.domain in STANDARD_DOMAINS:
             try:
                 values = _evaluate(node, [c.value if isinstance(c, _Const) else None for c in ins], self.opset)
-            except _Unsupported:
-                values = None
-            except (ValueError, IndexError, TypeError, ArithmeticError, OverflowError, MemoryError) as e:
-                raise NetworkError(f"cannot compute this constant: {_first_line(e)}", node=node.name or node.op_type,
-                                   field="op_type", value=node.op_type) from None
+            except (_Unsupported, ValueError, IndexError, TypeError, ArithmeticError, MemoryError):
+                values = None     # known by shape only; a node that needs the value says so
         shapes = None
         if values is None and node.domain in STANDARD_DOMAINS and any(self.info(o).s1 is None for o in outs if o):
             # a weight-derived value: its shape is that of the same op on zeros of the inputs' shapes (the inputs
@@ -967,8 +976,6 @@ def _shapes(graph) -> dict[str, tuple | None]:
 def _inference_message(e: Exception) -> tuple[str | None, str | None, str]:
     """(node, op type, reason) from onnx's InferenceError text: "[ShapeInferenceError] Inference error(s):
     (op_type:Conv, node name: conv1): [ShapeInferenceError] Attribute strides must only contain positive values"."""
-    import re
-
     text = " ".join(str(e).split())
     m = re.search(r"\(op_type:([\w.]+), node name: ([^)]*)\): (?:\[\w+\] )?(.*)", text)
     if m:
@@ -1064,6 +1071,15 @@ def _spatial_padding(c: _Converter, node, base: str, x: str, begins, ends) -> tu
     return x, sym
 
 
+def _inputs(node, base: str, *names: str) -> None:
+    """The node has (non-empty) inputs ``names``, in order, or the file is malformed."""
+    given = list(node.input) + [""] * len(names)
+    missing = [n for n, t in zip(names, given) if not t]
+    if missing:
+        raise NetworkError(f"needs its inputs {', '.join(names)}; {', '.join(missing)} missing",
+                           node=node.name or base, field="input", value=list(node.input))
+
+
 def _bias_size(node, base: str, b: _Const | None, channels: int) -> None:
     if b is not None and prod(b.shape) != channels:
         raise NetworkError(f"has {prod(b.shape)} values for {channels} output channels", node=node.name or base,
@@ -1080,6 +1096,7 @@ def _need_nchw(c: _Converter, t: str) -> str:
 # == handlers: one ONNX op each ===================================================================================
 
 def _conv(c: _Converter, node, base: str):
+    _inputs(node, base, "X", "W")
     x = _need_nchw(c, node.input[0])
     w = c.weight(node.input[1], "weight")
     b = c.weight(node.input[2], "bias") if len(node.input) > 2 and node.input[2] else None
@@ -1113,6 +1130,7 @@ def _conv(c: _Converter, node, base: str):
 
 
 def _conv_transpose(c: _Converter, node, base: str):
+    _inputs(node, base, "X", "W")
     x = _need_nchw(c, node.input[0])
     w = c.weight(node.input[1], "weight")
     b = c.weight(node.input[2], "bias") if len(node.input) > 2 and node.input[2] else None
@@ -1164,6 +1182,7 @@ def _conv_transpose(c: _Converter, node, base: str):
 
 
 def _gemm(c: _Converter, node, base: str):
+    _inputs(node, base, "A", "B")
     a, bt = node.input[0], node.input[1]
     if not c.is_act(a) or c.is_act(bt) or _attr(node, "transA", 0):
         raise _Unsupported("a Gemm whose left operand is not the activation, or is transposed")
@@ -1191,6 +1210,7 @@ def _gemm(c: _Converter, node, base: str):
 
 
 def _matmul(c: _Converter, node, base: str):
+    _inputs(node, base, "A", "B")
     a, b = node.input[0], node.input[1]
     if c.is_act(a) and not c.is_act(b):
         w = c.weight(b, "weight")
@@ -1206,6 +1226,7 @@ def _matmul(c: _Converter, node, base: str):
 
 
 def _batch_norm(c: _Converter, node, base: str):
+    _inputs(node, base, "X", "scale", "B", "input_mean", "input_var")
     x = c.act(node.input[0])
     if c.batch_axis(node.input[0]) != 0:
         raise _Unsupported("the batch is not the first axis")
@@ -1223,6 +1244,7 @@ def _batch_norm(c: _Converter, node, base: str):
 
 
 def _instance_norm(c: _Converter, node, base: str):
+    _inputs(node, base, "input", "scale", "B")
     x = c.act(node.input[0])
     if c.batch_axis(node.input[0]) != 0:
         raise _Unsupported("the batch is not the first axis")
@@ -1234,6 +1256,7 @@ def _instance_norm(c: _Converter, node, base: str):
 
 
 def _group_norm(c: _Converter, node, base: str):
+    _inputs(node, base, "X", "scale", "bias")
     x = c.act(node.input[0])
     if c.batch_axis(node.input[0]) != 0:
         raise _Unsupported("the batch is not the first axis")
@@ -1247,6 +1270,7 @@ def _group_norm(c: _Converter, node, base: str):
 
 
 def _layer_norm(c: _Converter, node, base: str):
+    _inputs(node, base, "X", "Scale")
     t = node.input[0]
     x = c.act(t)
     rank = len(c.full(t))
