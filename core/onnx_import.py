@@ -125,7 +125,31 @@ def _parse(data: bytes, where: str):
     if not model.HasField("graph") or not model.graph.node:
         raise NetworkError("not an ONNX model: it has no graph (or a graph without nodes)", node=where,
                            field="graph")
+    _check_text(model, where)
     return model
+
+
+def _check_text(model, where: str) -> None:
+    """Every name the converter reads is text: protobuf hands back bytes for a string that is not UTF-8."""
+    g = model.graph
+    for field, items in (("input", g.input), ("output", g.output), ("initializer", g.initializer),
+                         ("value_info", g.value_info)):
+        for i, item in enumerate(items):
+            if not isinstance(item.name, str):
+                raise NetworkError("a name is not UTF-8 text", node=where, field=f"{field}[{i}].name",
+                                   value=repr(item.name)[:80])
+    for i, node in enumerate(g.node):
+        for field, value in (("name", node.name), ("op_type", node.op_type), ("domain", node.domain),
+                             *((f"input[{j}]", t) for j, t in enumerate(node.input)),
+                             *((f"output[{j}]", t) for j, t in enumerate(node.output)),
+                             *((f"attribute[{j}].name", a.name) for j, a in enumerate(node.attribute))):
+            if not isinstance(value, str):
+                raise NetworkError("a name is not UTF-8 text", node=f"node #{i}", field=field,
+                                   value=repr(value)[:80])
+    for o in model.opset_import:
+        if not isinstance(o.domain, str):
+            raise NetworkError("an opset domain is not UTF-8 text", node=where, field="opset_import",
+                               value=repr(o.domain)[:80])
 
 
 def _first_line(e: BaseException) -> str:
@@ -378,7 +402,7 @@ class _Converter:
                 seen.add(i.name)
                 inputs.append(i)
         outputs = [h.make_empty_tensor_value_info(o.name) for o in self.graph.output]
-        graph = h.make_graph(list(self.order), self.graph.name or "g", inputs, outputs, initializer=inits)
+        graph = h.make_graph(list(self.order), "skeleton", inputs, outputs, initializer=inits)
         model = h.make_model(graph, opset_imports=list(self.model.opset_import), ir_version=self.model.ir_version
                              or onnx.IR_VERSION)
         model.functions.extend(self.model.functions)
@@ -389,26 +413,21 @@ class _Converter:
         return prod(t.dims) <= MAX_VALUE_ELEMS and t.data_location != 1      # 1: EXTERNAL
 
     def _infer(self) -> dict[str, _Tensor]:
-        onnx = self.onnx
-        skeleton = self._skeleton()
         try:
-            s1 = onnx.shape_inference.infer_shapes(skeleton, strict_mode=True, data_prop=True)
-        except onnx.shape_inference.InferenceError as e:
-            node, op, reason = _inference_message(e)
+            skeleton = self._skeleton()
+        except (ValueError, TypeError) as e:      # protobuf refusing a field of the file (text that is not UTF-8)
+            raise NetworkError(f"the model cannot be read: {_first_line(e)}", node=self.label) from None
+        reply = _INFERENCE.run(skeleton.SerializeToString(), self.label)
+        if "error" in reply:
+            node, op, reason = _inference_message(reply["error"])
             attr = re.match(r"Attribute (\w+)", reason)
             raise NetworkError(f"ONNX shape inference refuses it: {reason}",
                                node=f"{node} ({op})" if node and op else node or self.label,
-                               field=attr.group(1) if attr else None) from None
-        except Exception as e:  # noqa: BLE001 — onnx raises several types for a malformed graph
-            raise NetworkError(f"ONNX shape inference failed: {_first_line(e)}", node=self.label) from None
-        data = skeleton.graph.input[0]
-        data.type.tensor_type.shape.dim[0].dim_value = PROBE_BATCH
-        try:
-            s2 = onnx.shape_inference.infer_shapes(skeleton, strict_mode=False, data_prop=True)
-        except Exception:  # noqa: BLE001 — batch axes then default to the first axis
-            s2 = None
-        first = _shapes(s1.graph)
-        second = _shapes(s2.graph) if s2 is not None else {}
+                               field=attr.group(1) if attr else None)
+        if "failed" in reply:
+            raise NetworkError(f"ONNX shape inference failed: {reply['failed']}", node=self.label)
+        first = {k: tuple(v) if v is not None else None for k, v in reply["s1"].items()}
+        second = {k: tuple(v) if v is not None else None for k, v in reply["s2"].items()}
         declared = self.graph.input[list(i.name for i in self.graph.input).index(self.data_input.name)]
         if (_dims(declared.type) or (None,))[0] == 1 and self.input_dims == _dims(declared.type)[1:]:
             # shapes the file declares (at batch 1, for the input it declares) where inference found none: the
@@ -966,17 +985,10 @@ def _np():
     return numpy
 
 
-def _shapes(graph) -> dict[str, tuple | None]:
-    out = {}
-    for vi in list(graph.input) + list(graph.value_info) + list(graph.output):
-        out[vi.name] = _dims(vi.type)
-    return out
-
-
-def _inference_message(e: Exception) -> tuple[str | None, str | None, str]:
+def _inference_message(error: str) -> tuple[str | None, str | None, str]:
     """(node, op type, reason) from onnx's InferenceError text: "[ShapeInferenceError] Inference error(s):
     (op_type:Conv, node name: conv1): [ShapeInferenceError] Attribute strides must only contain positive values"."""
-    text = " ".join(str(e).split())
+    text = " ".join(str(error).split())
     m = re.search(r"\(op_type:([\w.]+), node name: ([^)]*)\): (?:\[\w+\] )?(.*)", text)
     if m:
         return m.group(2) or None, m.group(1), m.group(3)[:300]
@@ -1020,6 +1032,132 @@ def _attr(node, name: str, default=None):
             v = helper.get_attribute_value(a)
             return v.decode() if isinstance(v, bytes) else v
     return default
+
+
+# == ONNX's shape inference, in a helper process ===================================================================
+# onnx's C++ shape inference can abort the whole process on a malformed file (a failed assertion in its Slice rule
+# on a fuzzed model): it runs in a helper process, started once and kept, so that a bad upload ends the helper, not
+# the app or the CLI. The helper gets the graph without its weights; it answers with the shapes at batch 1 (strict:
+# an inference error is the file's) and at batch PROBE_BATCH.
+
+INFERENCE_TIMEOUT_S = 120      # onnx infers a ResNet-152 in well under a second
+INFERENCE_MEMORY = 4 * 2 ** 30  # address space the helper may take: the graph comes without its weights
+
+_HELPER = r"""
+import json, struct, sys
+try:
+    import resource
+    resource.setrlimit(resource.RLIMIT_AS, (%(memory)d, %(memory)d))
+except Exception:
+    pass
+import onnx
+from onnx import shape_inference
+
+
+def dims(t):
+    if not t.HasField("tensor_type") or not t.tensor_type.HasField("shape"):
+        return None
+    out = [d.dim_value if d.HasField("dim_value") and d.dim_value >= 0 else None for d in t.tensor_type.shape.dim]
+    return None if None in out else out
+
+
+def shapes(g):
+    return {v.name: dims(v.type) for v in list(g.input) + list(g.value_info) + list(g.output)}
+
+
+read, write = sys.stdin.buffer.read, sys.stdout.buffer
+while True:
+    head = read(8)
+    if len(head) < 8:
+        break
+    model = onnx.load_model_from_string(read(struct.unpack("<Q", head)[0]))
+    try:
+        first = shapes(shape_inference.infer_shapes(model, strict_mode=True, data_prop=True).graph)
+        model.graph.input[0].type.tensor_type.shape.dim[0].dim_value = %(batch)d
+        try:
+            second = shapes(shape_inference.infer_shapes(model, strict_mode=False, data_prop=True).graph)
+        except Exception:
+            second = {}
+        reply = {"s1": first, "s2": second}
+    except shape_inference.InferenceError as e:
+        reply = {"error": str(e)}
+    except Exception as e:
+        reply = {"failed": "%%s: %%s" %% (type(e).__name__, str(e).splitlines()[0] if str(e) else "")}
+    body = json.dumps(reply).encode()
+    write.write(struct.pack("<Q", len(body)) + body)
+    write.flush()
+"""
+
+
+class _Inference:
+    """The helper process, shared by every import in this process (one request at a time)."""
+
+    def __init__(self):
+        import threading
+
+        self.lock = threading.Lock()
+        self.proc = None
+
+    def _start(self):
+        import subprocess
+        import sys
+
+        code = _HELPER % {"memory": INFERENCE_MEMORY, "batch": PROBE_BATCH}
+        self.proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL)
+
+    def _stop(self) -> str:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return "not started"
+        if proc.poll() is None:
+            proc.kill()
+        code = proc.wait()
+        return f"signal {-code}" if code < 0 else f"exit code {code}"
+
+    def _read(self, n: int, deadline: float) -> bytes:
+        import os
+        import select
+        import time
+
+        fd, out = self.proc.stdout.fileno(), b""
+        while len(out) < n:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise TimeoutError
+            chunk = os.read(fd, n - len(out))
+            if not chunk:
+                raise EOFError
+            out += chunk
+        return out
+
+    def run(self, skeleton: bytes, label: str) -> dict:
+        import json
+        import struct
+        import time
+
+        with self.lock:
+            try:
+                if self.proc is None or self.proc.poll() is not None:
+                    self._start()
+                self.proc.stdin.write(struct.pack("<Q", len(skeleton)) + skeleton)
+                self.proc.stdin.flush()
+                deadline = time.monotonic() + INFERENCE_TIMEOUT_S
+                size = struct.unpack("<Q", self._read(8, deadline))[0]
+                return json.loads(self._read(size, deadline))
+            except TimeoutError:
+                self._stop()
+                raise NetworkError(f"ONNX shape inference did not finish within {INFERENCE_TIMEOUT_S} s",
+                                   node=label) from None
+            except (EOFError, BrokenPipeError, OSError, ValueError) as e:
+                how = self._stop()
+                if isinstance(e, OSError) and not isinstance(e, BrokenPipeError):
+                    raise NetworkError(f"cannot run ONNX shape inference: {e}", node=label) from None
+                raise NetworkError(f"ONNX shape inference crashed on this model ({how}): the file is malformed",
+                                   node=label) from None
+
+
+_INFERENCE = _Inference()
 
 
 # == attribute readers that name what is wrong ====================================================================

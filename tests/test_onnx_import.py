@@ -429,6 +429,12 @@ MALFORMED = {
                                  ["foo1", "Foo", "cannot infer the shape"]),
     "no data input": (onnx_bytes([h.make_node("Constant", [], ["y"], value=zeros("v", 3))], []),
                       ["no data input"]),
+    "a conv without its weight": (onnx_bytes([h.make_node("Conv", ["x"], ["y"], name="conv1")], [X]),
+                                  ["conv1", "W missing"]),
+    "a BatchNorm without its statistics": (
+        onnx_bytes([h.make_node("BatchNormalization", ["x", "s", "b"], ["y"], name="bn1")], [X],
+                   inits=[zeros("s", 3), zeros("b", 3)]), ["bn1", "input_mean, input_var missing"]),
+    "a name that is not UTF-8": (_conv().replace(b"conv1", b"conv\xff"), ["not UTF-8", "name"]),
 }
 
 
@@ -441,6 +447,43 @@ def test_a_malformed_model_is_one_line_naming_the_problem(case):
     assert "\n" not in text and "Traceback" not in text
     for w in words:
         assert w in text, (case, text)
+
+
+def test_mangled_files_are_a_network_or_a_message():
+    """Bytes of a valid file changed at random: protobuf, ONNX's inference and the converter each refuse what they
+    cannot read, and none of them raises anything but NetworkError (nor takes the process down)."""
+    import random
+
+    rng = random.Random(16)
+    results = {"network": 0, "refused": 0}
+    for _ in range(150):
+        data = bytearray(TINY)
+        for _ in range(rng.randint(1, 3)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        try:
+            import_onnx(bytes(data))
+            results["network"] += 1
+        except core.NetworkError as e:
+            assert "\n" not in str(e)
+            results["refused"] += 1
+    assert results["network"] > 0 and results["refused"] > 0
+
+
+def test_a_crash_or_a_hang_of_onnx_inference_is_a_message(monkeypatch):
+    """onnx's C++ shape inference can abort the process on a malformed file (a failed assertion): it runs in a
+    helper process, whose end is reported and which the next import starts afresh."""
+    import core.onnx_import as oi
+
+    monkeypatch.setattr(oi, "_INFERENCE", oi._Inference())
+    monkeypatch.setattr(oi, "_HELPER", "import os, sys\nsys.stdin.buffer.read(8)\nos.abort()\n")
+    with pytest.raises(core.NetworkError, match=r"crashed on this model \(signal 6\): the file is malformed"):
+        import_onnx(_conv())
+    monkeypatch.setattr(oi, "_HELPER", "import time, sys\nsys.stdin.buffer.read(8)\ntime.sleep(60)\n")
+    monkeypatch.setattr(oi, "INFERENCE_TIMEOUT_S", 1)
+    with pytest.raises(core.NetworkError, match="did not finish within 1 s"):
+        import_onnx(_conv())
+    monkeypatch.undo()
+    assert core.analyze(load_onnx(_conv())).totals["macs"] == 4 * 6 * 6 * 27       # a fresh helper answers
 
 
 def test_files_that_cannot_be_read(tmp_path, monkeypatch):
