@@ -353,3 +353,15 @@ def test_every_page_takes_a_link_and_keeps_it(page):
             at.selectbox(key="device").value) == ("resnet18", 8, 0.8, "h100-sxm")
     assert not [w.value for w in at.warning if "Link parameter" in w.value]
     assert {k: v for k, v in at.query_params.items() if k != "lab"} == params
+
+
+@pytest.mark.app
+def test_the_sidebar_link_names_the_lab_just_chosen():
+    # the sidebar is drawn before the lab control: the control's callback puts the new lab in the URL before the
+    # rerun, so the link shown on that rerun already opens the lab the user is looking at
+    at = _open("course_labs.py", {"batch": "8"})
+    at.button_group(key="lab").set_value(3).run()
+    assert not at.exception, at.exception
+    assert at.query_params["lab"] == "3"
+    shown = [c.value for c in at.code if "Course_labs" in c.value or "lab=" in c.value]
+    assert shown and "lab=3" in shown[0], shown

@@ -17,7 +17,15 @@ st.caption(f"Each lab has its own controls; the sidebar is for the other pages. 
 asked = st.query_params.get("lab", "")             # ?lab=3 opens lab 3: a link a teacher can hand out
 if "lab" not in st.session_state and asked.isdigit() and int(asked) in LABS:
     st.session_state["lab"] = int(asked)
-lab = st.segmented_control("Lab", list(LABS), format_func=LABS.get, default=1, required=True, key="lab") or 1
+
+
+def _lab_to_url() -> None:
+    """Before the rerun, so the sidebar's link (drawn before this control) already names the new lab."""
+    st.query_params["lab"] = str(st.session_state.get("lab") or 1)
+
+
+lab = st.segmented_control("Lab", list(LABS), format_func=LABS.get, default=1, required=True, key="lab",
+                           on_change=_lab_to_url) or 1
 st.query_params["lab"] = str(lab)
 
 missing = [i for i in NEEDS[lab] if i not in db.devices]
