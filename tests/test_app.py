@@ -218,8 +218,7 @@ def test_every_chart_helper_builds_a_valid_vega_lite_spec():
 
     from core.api import estimate
     from core.devices import load_devices
-    from ui import benchmark as bm
-    from ui.charts import bars_chart, layer_points, lines_chart, memory_chart, roofline_chart, roofline_frame
+    from ui import charts as ch
     from ui.labs import lab2
 
     db = load_devices(user_path=None)
@@ -228,12 +227,12 @@ def test_every_chart_helper_builds_a_valid_vega_lite_spec():
     frame = pd.DataFrame({"batch": [1, 2, 4], "a": [1.0, 2.0, 4.0], "b": [0.5, 1.0, 2.0]})
     across = pd.DataFrame({"network": ["x", "y"], "input": ["3×64×64"] * 2, "latency ms": [1.0, 2.0],
                            "GFLOPs": [0.5, 1.0], "M params": [1.0, 3.0]})
-    charts = [roofline_chart(roofline_frame([dev], "fp32"), layer_points(est),
-                             {"intensity": 10.0, "flops": 1e12, "label": "net"}),
-              memory_chart(frame.rename(columns={"a": "training GiB", "b": "inference GiB"}), 16.0),
-              lines_chart(frame, "batch", ["a", "b"], "ms", log_y=True),
-              bars_chart(frame.assign(name=["p", "q", "r"]), "name", "a", log=True),
-              bm.scatter(across, "GFLOPs", "forward GFLOPs"),
+    charts = [ch.roofline_chart(ch.roofline_frame([dev], "fp32"), ch.layer_points(est),
+                                {"intensity": 10.0, "flops": 1e12, "label": "net"}),
+              ch.memory_chart(frame.rename(columns={"a": "training GiB", "b": "inference GiB"}), 16.0),
+              ch.lines_chart(frame, "batch", ["a", "b"], "ms", log_y=True),
+              ch.bars_chart(frame.assign(name=["p", "q", "r"]), "name", "a", log=True),
+              ch.scatter_chart(across, "GFLOPs", "forward FLOPs", unit="FLOPs", scale=1e9),
               lab2.throughput_chart(lab2.throughput_table(["mnist_cnn"], [dev]))]
     for chart in charts:
         spec = chart.to_dict()                         # raises on any schema violation

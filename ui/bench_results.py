@@ -8,7 +8,8 @@ import streamlit as st
 from core.bridge.timing import implied_ppp, thread_mismatch
 from core.cli import calibration_line
 from ui import benchmark as bm
-from ui.charts import lines_chart, show
+from ui.charts import lines_chart, scatter_chart, show
+from ui.tables import dataframe
 
 
 def _numbers(fmt: str, *columns: str) -> dict:
@@ -37,8 +38,8 @@ def timing(saved: dict, estimate_error: str | None) -> None:
                            "forward (compare with a calibrated 'local' device)")
     m2.metric("Backward : forward (measured)", f"{ratio['measured']:.2f}" if ratio["measured"] else "—")
     m3.metric("Backward : forward (FLOPs)", f"{ratio['flops']:.2f}" if ratio["flops"] else "—")
-    st.dataframe(bm.pass_table(res), hide_index=True, width="stretch", key="bench_pass_table",
-                 column_config=_numbers("%.4f", "median ms", "IQR ms", "min ms", "max ms"))
+    dataframe(bm.pass_table(res), width="stretch", key="bench_pass_table",
+              column_config=_numbers("%.4f", "median ms", "IQR ms", "min ms", "max ms"))
     if res.layers:
         st.markdown("**Measured vs PALEO-predicted forward time per layer**")
         if est is not None and saved["device_id"] != "local":
@@ -46,16 +47,16 @@ def timing(saved: dict, estimate_error: str | None) -> None:
                        "below and choose 'This machine' in the sidebar for a like-for-like ratio.")
         if est is None:
             st.warning(estimate_error or "No PALEO estimate for this device and precision.")
-        st.dataframe(bm.layer_table(res, est), hide_index=True, width="stretch", key="bench_layer_table",
-                     column_config=_numbers("%.4f", "measured ms", "PALEO ms")
-                     | _numbers("%.2f", "measured ÷ PALEO"))
+        dataframe(bm.layer_table(res, est), width="stretch", key="bench_layer_table",
+                  column_config=_numbers("%.4f", "measured ms", "PALEO ms")
+                  | _numbers("%.2f", "measured ÷ PALEO"))
         if res.layer_coverage is not None:
             st.caption(f"The layers sum to {res.layer_sum_s * 1e3:,.3f} ms, {res.layer_coverage:.0%} of the whole "
                        "forward: the rest is work no module owns (functional adds, flattens), Python overhead "
                        "between layers and the hooks themselves. Layers without a module have no measured time.")
     st.markdown("**Peak memory: measured vs the memory model**")
-    st.dataframe(bm.memory_table(res), hide_index=True, width="stretch", key="bench_memory_table",
-                 column_config=_numbers("%.2f", "measured MiB", "model MiB", "measured ÷ model"))
+    dataframe(bm.memory_table(res), width="stretch", key="bench_memory_table",
+              column_config=_numbers("%.2f", "measured MiB", "model MiB", "measured ÷ model"))
     st.caption(f"Measured with {res.memory_method}." if res.memory_method else "Memory not measured.")
     for note in res.notes:
         st.caption(note)
@@ -75,8 +76,8 @@ def calibration(cal: dict) -> None:
     k5.metric("Held-out error", f"{q['held_out_error'] * 100:.0f} %" if "held_out_error" in q else "—",
               help="Median |predicted ÷ measured − 1| on networks the calibration did not fit: "
                    + ", ".join(f"{k} {v * 100:+.0f} %" for k, v in (q.get("held_out") or {}).items()))
-    st.dataframe(bm.calibration_rows(spec), hide_index=True, key="bench_cal_table",
-                 column_config=_numbers("%.4g", "value"))
+    dataframe(bm.calibration_rows(spec), key="bench_cal_table",
+              column_config=_numbers("%.4g", "value"))
     st.caption(spec["note"])
 
 
@@ -104,11 +105,13 @@ def across(rows: list[dict]) -> None:
         st.caption("With fewer than 3 networks a rank correlation says little.")
     g1, g2 = st.columns(2)
     with g1:
-        show(bm.scatter(df, "GFLOPs", "forward GFLOPs"), "bench_vs_flops", "latency_vs_flops")
+        show(scatter_chart(df, "GFLOPs", "forward FLOPs", unit="FLOPs", scale=1e9), "bench_vs_flops",
+             "latency_vs_flops")
     with g2:
-        show(bm.scatter(df, "M params", "parameters (millions)"), "bench_vs_params", "latency_vs_params")
-    st.dataframe(df, hide_index=True, width="stretch", key="bench_across_table",
-                 column_config=_numbers("%.3f", "latency ms", "IQR ms", "GFLOPs", "M params", "GFLOP/s"))
+        show(scatter_chart(df, "M params", "parameters", unit="count", scale=1e6), "bench_vs_params",
+             "latency_vs_params")
+    dataframe(df, width="stretch", key="bench_across_table",
+              column_config=_numbers("%.3f", "latency ms", "IQR ms", "GFLOPs", "M params", "GFLOP/s"))
 
 
 def throughput(tp: dict, dtype: str) -> None:
@@ -118,7 +121,8 @@ def throughput(tp: dict, dtype: str) -> None:
         st.error(f"Stopped at a batch the memory model refuses: {refused}")
     if not frame.empty:
         st.caption(f"{tp['network']}, forward pass, {dtype} on this CPU.")
-        show(lines_chart(frame, "batch", ["samples/s"], "samples/s"), "bench_tp_chart", f"throughput_{tp['network']}")
-        st.dataframe(frame, hide_index=True, width="stretch", key="bench_tp_table",
-                     column_config=_numbers("%.4f", "forward ms") | _numbers("%.1f", "samples/s")
-                     | _numbers("%.2f", "GFLOP/s"))
+        show(lines_chart(frame, "batch", ["samples/s"], "samples/s", unit="count"), "bench_tp_chart",
+             f"throughput_{tp['network']}")
+        dataframe(frame, width="stretch", key="bench_tp_table",
+                  column_config=_numbers("%.4f", "forward ms") | _numbers("%.1f", "samples/s")
+                  | _numbers("%.2f", "GFLOP/s"))

@@ -1,8 +1,18 @@
-"""Tables for the pages, built from ``core`` results."""
+"""Tables for the pages, built from ``core`` results, and ``dataframe``: how every page shows one."""
 
 from __future__ import annotations
 
+import streamlit as st
+
 import core
+
+
+def dataframe(data, *, key: str, container=None, **kwargs):
+    """``st.dataframe`` (in ``container``, default the page) with missing values as empty cells: Streamlit writes
+    "None" in a cell that has no value (an optional column, e.g. a prediction the time model cannot make, or a
+    device without that precision) unless told otherwise. The index is hidden unless ``hide_index=False``."""
+    box = container if container is not None else st
+    return box.dataframe(data, key=key, **{"hide_index": True, **kwargs, "placeholder": ""})
 
 # the fields a what-if edit offers per op (integers or pairs given as one integer)
 EDITABLE = {

@@ -1,13 +1,13 @@
 """Compare: several networks or variants side by side on the chosen device, batch and precision."""
 
-import altair as alt
 import pandas as pd
 import streamlit as st
 
 import core
-from ui.charts import show
+from ui.charts import bars_chart, show
 from ui.compare import PRESETS, compare_rows
 from ui.state import BATCH, CUSTOM, CUSTOM_NET, DTYPE, OPTIMIZER, page, time_settings
+from ui.tables import dataframe
 from ui.text import model_label
 
 sel = page("Compare networks", tab="Compare")
@@ -27,16 +27,15 @@ rows = compare_rows(models, int(st.session_state[BATCH]), st.session_state[DTYPE
 df = pd.DataFrame(rows)
 st.caption(f"batch {st.session_state[BATCH]}, {st.session_state[DTYPE]}, on {sel.device.name}"
            + (f", times {model_label(sel.estimate)}" if sel.estimate is not None else "") + f"; {core.CONVENTION}")
-st.dataframe(df, hide_index=True, width="stretch", key="compare_table",
-             column_config={"params": st.column_config.NumberColumn(format="localized"),
-                            "GMACs": st.column_config.NumberColumn(format="%.3f"),
-                            "GFLOPs": st.column_config.NumberColumn(format="%.3f"),
-                            "inference MiB": st.column_config.NumberColumn(format="%.1f"),
-                            "training MiB": st.column_config.NumberColumn(format="%.1f"),
-                            "FLOP/byte": st.column_config.NumberColumn(format="%.2f"),
-                            "forward ms": st.column_config.NumberColumn(format="%.3f"),
-                            "training step ms": st.column_config.NumberColumn(format="%.3f")})
-show(alt.Chart(df).mark_bar().encode(x=alt.X("network:N", sort=None), y="GMACs:Q",
-                                     tooltip=["network", "GMACs", "params"]).properties(height=280),
-     "compare_chart", "compare_gmacs")
+dataframe(df, width="stretch", key="compare_table",
+          column_config={"params": st.column_config.NumberColumn(format="localized"),
+                         "GMACs": st.column_config.NumberColumn(format="%.3f"),
+                         "GFLOPs": st.column_config.NumberColumn(format="%.3f"),
+                         "inference MiB": st.column_config.NumberColumn(format="%.1f"),
+                         "training MiB": st.column_config.NumberColumn(format="%.1f"),
+                         "FLOP/byte": st.column_config.NumberColumn(format="%.2f"),
+                         "forward ms": st.column_config.NumberColumn(format="%.3f"),
+                         "training step ms": st.column_config.NumberColumn(format="%.3f")})
+show(bars_chart(df, "network", "GMACs", unit="MACs", scale=1e9, title="forward MACs"), "compare_chart",
+     "compare_gmacs")
 st.download_button("Download CSV", df.to_csv(index=False), "compare.csv", "text/csv", key="compare_csv")

@@ -4,7 +4,6 @@ are ``ui.devices_form``'s; the save / remove / import callbacks and their messag
 
 import json
 
-import altair as alt
 import pandas as pd
 import streamlit as st
 
@@ -15,18 +14,19 @@ from ui import devices_actions as act
 from ui import devices_form as df
 from ui.charts import roofline_chart, show
 from ui.state import devices, page, server_mode
+from ui.tables import dataframe
 
 page("Devices")
 db = devices()
 
-st.dataframe(df.device_table(db), hide_index=True, placeholder="", width="stretch", key="device_table",
-             column_config={"source": st.column_config.LinkColumn("source", display_text=r"https?://([^/]+)",
-                                                                 help="The datasheet or page each figure is from"),
-                            "year": st.column_config.NumberColumn("year", format="%d"),
-                            "calibration": st.column_config.TextColumn(
-                                "calibration", help="A calibrated device: the torch threads it was measured at and "
-                                "the median error predicting held-out networks"),
-                            "yours": st.column_config.CheckboxColumn("yours", help="Added by you (editable below)")})
+dataframe(df.device_table(db), width="stretch", key="device_table",
+          column_config={"source": st.column_config.LinkColumn("source", display_text=r"https?://([^/]+)",
+                                                              help="The datasheet or page each figure is from"),
+                         "year": st.column_config.NumberColumn("year", format="%d"),
+                         "calibration": st.column_config.TextColumn(
+                             "calibration", help="A calibrated device: the torch threads it was measured at and "
+                             "the median error predicting held-out networks"),
+                         "yours": st.column_config.CheckboxColumn("yours", help="Added by you (editable below)")})
 st.caption("Dense peaks (int8 in ops/s); an empty cell means the device has no such precision. Click a column "
            "header to sort.")
 for d in df.calibrated(db):         # how far to trust a calibrated device's estimates
@@ -53,13 +53,10 @@ if left_out:
 if roofs.empty:
     st.info("Choose one or more devices that have this precision to draw their rooflines.")
 else:
-    chart = roofline_chart(roofs, pd.DataFrame()).encode(
-        color=alt.Color("device:N", title="device", sort=order),
-        tooltip=["device", alt.Tooltip("intensity:Q", format=".3g"), alt.Tooltip("flops:Q", format=".3s")])
-    show(chart, "overlay_chart", f"rooflines_{compute}")
-    st.dataframe(ridges, hide_index=True, width="stretch", key="ridge_table",
-                 column_config={"ridge FLOP/byte": st.column_config.NumberColumn(format="%.2f"),
-                                "year": st.column_config.NumberColumn(format="%d")})
+    show(roofline_chart(roofs, pd.DataFrame(), order=order), "overlay_chart", f"rooflines_{compute}")
+    dataframe(ridges, width="stretch", key="ridge_table",
+              column_config={"ridge FLOP/byte": st.column_config.NumberColumn(format="%.2f"),
+                             "year": st.column_config.NumberColumn(format="%d")})
     st.caption("Ridge point = peak ÷ memory bandwidth: work with fewer FLOPs per byte than this is memory-bound on "
                "that device.")
 
@@ -129,7 +126,7 @@ if upload is not None:
         if problems:
             st.warning(f"{upload.name}: {len(problems)} entr{'y' if len(problems) == 1 else 'ies'} left out "
                        "(by id and field):")
-            st.dataframe(df.problem_table(problems), hide_index=True, width="stretch", key="import_problems")
+            dataframe(df.problem_table(problems), width="stretch", key="import_problems")
         ids = [*imported.devices, *imported.interconnects]
         if not ids:
             st.info(f"{upload.name}: no valid entries to add.")
@@ -146,6 +143,6 @@ if upload is not None:
 
 # -- interconnects --------------------------------------------------------------------------------------------
 st.subheader("Interconnects")
-st.dataframe(df.link_table(db), hide_index=True, placeholder="", width="stretch", key="link_table",
-             column_config={"source": st.column_config.LinkColumn("source", display_text=r"https?://([^/]+)"),
-                            "yours": st.column_config.CheckboxColumn("yours")})
+dataframe(df.link_table(db), width="stretch", key="link_table",
+          column_config={"source": st.column_config.LinkColumn("source", display_text=r"https?://([^/]+)"),
+                         "yours": st.column_config.CheckboxColumn("yours")})

@@ -12,6 +12,7 @@ from core.cli import calibration_line
 from core.paleo import limiting_term, overhead_limited_up_to
 from ui.charts import bars_chart, lines_chart, memory_chart, show
 from ui.state import devices, page, time_settings
+from ui.tables import dataframe
 from ui.text import model_label
 
 sel = page("Time estimates", needs_estimate=True)
@@ -63,13 +64,13 @@ tab_parts, tab_batch, tab_devices, tab_conv, tab_dp = st.tabs(
 
 if tab_parts.open and est.variant == "predicted":
     lim = {**est.limited_by, "update": {limiting_term(est.update): est.update.total_s}}
-    tab_parts.dataframe(pd.DataFrame([
+    dataframe(pd.DataFrame([
         {"pass": label, "limited by compute ms": lim[which].get("compute", 0.0) * 1e3,
          "limited by memory ms": lim[which].get("memory", 0.0) * 1e3,
          "limited by launch overhead ms": lim[which].get("overhead", 0.0) * 1e3, "total ms": t[f"{which}_s"] * 1e3,
          "PALEO bound ms": bound[f"{which}_s"] * 1e3}
         for which, label in (("forward", "forward"), ("backward", "backward"), ("update", "weight update"))]),
-        hide_index=True, key="breakdown", column_config={c: st.column_config.NumberColumn(format="%.3f") for c in (
+        key="breakdown", container=tab_parts, column_config={c: st.column_config.NumberColumn(format="%.3f") for c in (
             "limited by compute ms", "limited by memory ms", "limited by launch overhead ms", "total ms",
             "PALEO bound ms")})
     tab_parts.caption("Predicted: each layer takes the largest of its compute time (FLOPs at the peak × the "
@@ -79,7 +80,7 @@ if tab_parts.open and est.variant == "predicted":
                       "generations; none under CUDA Graphs). A column adds up the layers that term "
                       "limits. 3×3 stride-1 convolutions in fp32 run as Winograd, as cuDNN picks them.")
 elif tab_parts.open:
-    tab_parts.dataframe(pd.DataFrame([
+    dataframe(pd.DataFrame([
         {"part": "forward compute", "ms": t["forward_compute_s"] * 1e3},
         {"part": "forward memory", "ms": t["forward_memory_s"] * 1e3},
         *([{"part": "  of which fresh pages (page faults)", "ms": t["forward_fresh_s"] * 1e3}]
@@ -90,7 +91,7 @@ elif tab_parts.open:
             "ms": (t["forward_overhead_s"] + t["backward_overhead_s"]) * 1e3}]
           if t["forward_overhead_s"] or t["backward_overhead_s"] else []),
         {"part": "weight update", "ms": t["update_s"] * 1e3},
-    ]), hide_index=True, key="breakdown")
+    ]), key="breakdown", container=tab_parts)
     tab_parts.caption("PALEO: each layer takes compute time (FLOPs / (PPP × peak)) plus memory time (bytes read "
                       "and written / bandwidth); a calibrated device adds its measured cost per layer call, and "
                       "a calibrated Linux CPU the time its forward pass spends writing to fresh pages (page "
@@ -120,14 +121,14 @@ if tab_batch.open:
     left, right = tab_batch.columns(2)
     lines = ["forward ms", "training step ms"] + (["forward ms, PALEO bound"] if est.bound is not None else [])
     with left:
-        show(lines_chart(by_batch, "batch", lines, "ms", log_y=True),
+        show(lines_chart(by_batch, "batch", lines, "time", unit="s", scale=1e-3, log_y=True),
              "time_chart", f"{name}_time_vs_batch")
     with right:
-        show(lines_chart(by_batch, "batch", ["training samples/s"], "samples/s"), "throughput_chart",
+        show(lines_chart(by_batch, "batch", ["training samples/s"], "samples/s", unit="count"), "throughput_chart",
              f"{name}_throughput_vs_batch")
     show(memory_chart(by_batch[["batch", "training memory GiB", "inference memory GiB"]],
                       cap / 2 ** 30 if cap else None), "memory_chart", f"{name}_memory_vs_batch", tab_batch)
-    tab_batch.dataframe(by_batch, hide_index=True, key="by_batch")
+    dataframe(by_batch, key="by_batch", container=tab_batch)
 
 if tab_devices.open:
     cmp = sweep(report, list(devices().devices.values()), [report.batch_size], dtype=None,
@@ -138,9 +139,10 @@ if tab_devices.open:
     tab_devices.caption("Each device at its own best precision for this network's format (dtype=None), same batch "
                         "and time model: a GPU with fitted parameters gets the prediction, others PALEO at the PPP "
                         "(the time model column says which). Log scale: decades apart.")
-    show(bars_chart(frame.sort_values("forward ms"), "device", "forward ms", "bound", log=True),
+    show(bars_chart(frame.sort_values("forward ms"), "device", "forward ms", "bound", unit="s", scale=1e-3, log=True,
+                    title="forward time"),
          "device_chart", f"{report.name}_devices", tab_devices)
-    tab_devices.dataframe(frame, hide_index=True, key="device_compare")
+    dataframe(frame, key="device_compare", container=tab_devices)
 
 if tab_conv.open:
     tab_conv.caption("Winograd F(2×2, 3×3) and FFT change the arithmetic of 3×3 / stride-1 convolutions (and so the "
@@ -148,9 +150,9 @@ if tab_conv.open:
                      "sidebar's PPP, one algorithm for every convolution (the predicted model picks its own).")
     algos = [estimate(report, dev, batch_size=report.batch_size, dtype=report.dtype, optimizer=report.optimizer,
                       ppp=est.ppp, conv_algorithm=a, variant="paleo") for a in CONV_ALGORITHMS]
-    tab_conv.dataframe(pd.DataFrame([{"algorithm": e.conv_algorithm, "forward GFLOPs": e.totals["forward_flops"] / 1e9,
-                                      "forward ms": e.totals["forward_s"] * 1e3} for e in algos]),
-                       hide_index=True, key="conv_algorithms")
+    dataframe(pd.DataFrame([{"algorithm": e.conv_algorithm, "forward GFLOPs": e.totals["forward_flops"] / 1e9,
+                             "forward ms": e.totals["forward_s"] * 1e3} for e in algos]),
+              key="conv_algorithms", container=tab_conv)
 
 if tab_dp.open:
     db = devices()
@@ -164,6 +166,6 @@ if tab_dp.open:
         scale = pd.DataFrame(scaling(report, dev, db.interconnects[link], workers=(1, 2, 4, 8),
                                      batch_size=report.batch_size, mode=mode, dtype=report.dtype,
                                      optimizer=report.optimizer, allreduce=algo, **time_settings()))
-        tab_dp.dataframe(scale, hide_index=True, key="scaling_table")
+        dataframe(scale, key="scaling_table", container=tab_dp)
     except CalcError as e:
         tab_dp.error(str(e))

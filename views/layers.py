@@ -11,6 +11,7 @@ import streamlit as st
 import core
 from core.units import format_bytes
 from ui.state import page
+from ui.tables import dataframe
 from ui.text import formula_latex, markdown_report, model_label
 
 sel = page("Layers")
@@ -46,8 +47,8 @@ if query.strip():
     df = df[df["name"].str.lower().str.contains(q, regex=False) | df["op"].str.lower().str.contains(q, regex=False)]
 columns = [c for c in ["name", "op", "output_shape", "params", "macs", "flops", "backward_flops", "activation_bytes",
                        "arithmetic_intensity", "bound", "time_ms", "share"] if c in df]
-st.dataframe(
-    df[columns], hide_index=True, width="stretch", key="layer_table",
+dataframe(
+    df[columns], width="stretch", key="layer_table",
     column_config={
         "name": "Layer", "op": "Op", "output_shape": "Output shape",
         "params": st.column_config.NumberColumn("Params", format="localized"),
@@ -82,6 +83,6 @@ with right:
         st.caption("No layer of this network does arithmetic (views, copies and reshapes only): 0 FLOPs.")
     else:
         by_op["share %"] = by_op["FLOPs"] / by_op["FLOPs"].sum() * 100
-        st.dataframe(by_op.sort_values("FLOPs", ascending=False), hide_index=True, width="stretch", key="by_op",
-                     column_config={"FLOPs": st.column_config.NumberColumn(format="localized"),
-                                    "share %": st.column_config.NumberColumn(format="%.2f")})
+        dataframe(by_op.sort_values("FLOPs", ascending=False), width="stretch", key="by_op",
+                  column_config={"FLOPs": st.column_config.NumberColumn(format="localized"),
+                                 "share %": st.column_config.NumberColumn(format="%.2f")})

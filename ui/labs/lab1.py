@@ -11,6 +11,7 @@ import streamlit as st
 import core
 from core.api import estimate
 from ui.labs.common import in_words, number, open_button, predicted_beside_bound, question, reading, shape
+from ui.tables import dataframe
 
 TITLE = "1 · PALEO, PPP and VGG FLOPs"
 PAPER_NETWORKS = ("vgg16", "googlenet", "resnet50")     # the networks of Lu et al.'s tables 3, 5 and 6
@@ -132,16 +133,16 @@ def show(db) -> None:
     m2.metric("Conv share of FLOPs", f"{share['flops_share']:.2%}")
     m3.metric("Forward GMACs", number(share["macs"] / 1e9))
     m4.metric("Forward GFLOPs", number(share["flops"] / 1e9))
-    st.dataframe(flop_table(report), hide_index=True, width="stretch", height=260, key="lab1_flops",
-                 column_config={"MACs": st.column_config.NumberColumn(format="localized"),
-                                "FLOPs": st.column_config.NumberColumn(format="localized"),
-                                "% of FLOPs": st.column_config.NumberColumn(format="%.2f")})
+    dataframe(flop_table(report), width="stretch", height=260, key="lab1_flops",
+              column_config={"MACs": st.column_config.NumberColumn(format="localized"),
+                             "FLOPs": st.column_config.NumberColumn(format="localized"),
+                             "% of FLOPs": st.column_config.NumberColumn(format="%.2f")})
     st.subheader("A Tesla K80 from its datasheet (batch 1)")
-    st.dataframe(k80_table(db, clock, ppp), hide_index=True, width="stretch", key="lab1_k80",
-                 column_config={c: st.column_config.NumberColumn(format="%.3f")
-                                for c in ("peak TFLOP/s", "GMACs", "GFLOPs", "ms", "ms, MACs as FLOPs", "PALEO ms",
-                                          "predicted ms")}
-                 | {"images/s": st.column_config.NumberColumn(format="%.1f")})
+    dataframe(k80_table(db, clock, ppp), width="stretch", key="lab1_k80",
+              column_config={c: st.column_config.NumberColumn(format="%.3f")
+                             for c in ("peak TFLOP/s", "GMACs", "GFLOPs", "ms", "ms, MACs as FLOPs", "PALEO ms",
+                                       "predicted ms")}
+              | {"images/s": st.column_config.NumberColumn(format="%.1f")})
     reading(*reading_lines(db), k80_predicted(db, clock))
     st.subheader("Why per-layer GPU timings add up to more than the whole pass")
     overhead = st.number_input("Assumed cost per timed layer (µs): kernel launch + synchronisation + profiler",

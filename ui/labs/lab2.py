@@ -15,11 +15,12 @@ from core.api import estimate, sweep
 from core.devices import PRECISION_KEYS
 from ui import benchmark as bm
 from ui.bench_results import timed_networks
-from ui.charts import roofline_chart, roofline_frame
+from ui.charts import LEGEND, axis, roofline_chart, roofline_frame, scatter_chart
 from ui.charts import show as show_chart
 from ui.devices_form import FASTEST, SURVEY, overlay
 from ui.labs.common import MIB, in_words, number, preferred, question, reading, shape
 from ui.state import LIVE_OFF, live_allowed
+from ui.tables import dataframe
 
 TITLE = "2 · Devices across 25 years"
 NEEDS = ()                                   # the user chooses among all devices
@@ -28,6 +29,7 @@ SURVEY_NETWORKS = ("resnet50", "alexnet", "mobilenet_v3_large", "vgg19", "squeez
 THROUGHPUT_BATCHES = (1, 64, 256)
 COMMON_INPUT = (3, 224, 224)                 # the input every network takes unless "each network's own" is chosen
 OWN_INPUT = {"efficientnet_b7": "EfficientNet-B7", "inception_v3": "Inception v3"}   # own inputs named in its help
+POINT_NAMES = {"layer": "network", "op": "device"}    # what network_points puts in roofline_chart's columns
 MEASURE = {"device": "cpu", "warmup": 1, "repeats": 3, "max_seconds": 20.0, "threads": 1}   # "Measured here"
 
 
@@ -92,8 +94,9 @@ def throughput_chart(df: pd.DataFrame) -> alt.Chart:
     """Samples/s vs batch, log-log: one line per network, solid or dashed by device."""
     return alt.Chart(df).mark_line(point=True).encode(
         x=alt.X("batch:Q", scale=alt.Scale(type="log", base=2)),
-        y=alt.Y("samples/s:Q", scale=alt.Scale(type="log"), title="predicted samples/s"),
-        color=alt.Color("network:N"), strokeDash=alt.StrokeDash("device:N"),
+        y=alt.Y("samples/s:Q", scale=alt.Scale(type="log"), title="predicted samples/s",
+                axis=axis("count", log_values=df["samples/s"])),
+        color=alt.Color("network:N"), strokeDash=alt.StrokeDash("device:N", legend=LEGEND),
         tooltip=[alt.Tooltip("network:N"), alt.Tooltip("device:N"), alt.Tooltip("batch:Q"),
                  alt.Tooltip("samples/s:Q", format=",.1f")]).properties(height=340)
 
@@ -183,8 +186,8 @@ def _survey(db, n_dev: str) -> None:
         st.info(f"Left out (no {prec} peak): " + "; ".join(d.name for d, _ in left_out))
     if not roofs.empty:
         show_chart(roofline_chart(roofs, pd.DataFrame()), "lab2_survey_chart", f"survey_roofline_{prec}")
-        st.dataframe(ridges, hide_index=True, width="stretch", key="lab2_ridges",
-                     column_config={"year": st.column_config.NumberColumn(format="%d")})
+        dataframe(ridges, width="stretch", key="lab2_ridges",
+                  column_config={"year": st.column_config.NumberColumn(format="%d")})
     if "geforce-256" in db.devices:
         st.caption(f"The GeForce 256's {db.devices['geforce-256'].peak('fp32') / 1e9:g} GFLOP/s is the survey's "
                    "figure, not a vendor's: its fixed-function pipeline had no programmable FLOPs.")
@@ -221,19 +224,20 @@ def _measured(measured: list[dict], n_net: str) -> None:
     df, rho = timed
     st.metric("Spearman ρ measured (this CPU): FLOPs | params",
               f"{rho['flops']:.2f} | {rho['params']:.2f}" if rho["flops"] is not None else "—")
-    show_chart(bm.scatter(df, "GFLOPs", "forward GFLOPs (measured latency)"), "lab2_measured_scatter",
+    show_chart(scatter_chart(df, "GFLOPs", "forward FLOPs (measured latency)", unit="FLOPs", scale=1e9),
+               "lab2_measured_scatter",
                "measured_latency_vs_flops")
     st.caption(f"Measured: {rho['n']} networks, forward median at batch 1 on this CPU (inputs as listed); they are "
                "the \"measured (this CPU)\" points on the roofline above, at the intensity of the input they ran at.")
 
 
 def _networks(table, points, measured, cpu, gpu, batch: int) -> None:
-    st.dataframe(table, hide_index=True, width="stretch", key="lab2_networks",
-                 column_config={c: st.column_config.NumberColumn(format="%.2f") for c in table.columns
-                                if c not in ("network", "input", "CPU bound", "GPU bound")})
+    dataframe(table, width="stretch", key="lab2_networks",
+              column_config={c: st.column_config.NumberColumn(format="%.2f") for c in table.columns
+                             if c not in ("network", "input", "CPU bound", "GPU bound")})
     mpoints = measured_points(measured)
     chart_points = pd.concat([points, mpoints], ignore_index=True) if not mpoints.empty else points
-    show_chart(roofline_chart(roofline_frame([cpu, gpu], "fp32"), chart_points), "lab2_roofline",
+    show_chart(roofline_chart(roofline_frame([cpu, gpu], "fp32"), chart_points, names=POINT_NAMES), "lab2_roofline",
                f"ten_networks_{cpu.id}_{gpu.id}_b{batch}")
     memory_bound = {d: ", ".join(table.loc[table[f"{d} bound"] == "memory", "network"]) or "none"
                     for d in ("CPU", "GPU")}
@@ -252,8 +256,8 @@ def _latency(one, cpu, gpu) -> None:
         df = latency_frame(one, column)
         rho = rank_correlations(df)
         col.metric(f"Spearman ρ, {dev.name}: FLOPs | params", f"{rho['flops']:.2f} | {rho['params']:.2f}")
-        show_chart(bm.scatter(df, "GFLOPs", "forward GFLOPs (predicted latency)"), f"lab2_scatter_{column[:3]}",
-                   f"latency_vs_flops_{dev.id}", col)
+        show_chart(scatter_chart(df, "GFLOPs", "forward FLOPs (predicted latency)", unit="FLOPs", scale=1e9),
+                   f"lab2_scatter_{column[:3]}", f"latency_vs_flops_{dev.id}", col)
     st.caption("Predicted by PALEO, so latency follows FLOPs by construction; measured latency (below) is the test.")
 
 

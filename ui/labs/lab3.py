@@ -15,7 +15,8 @@ from core.roofline import ridge
 from ui.charts import roofline_chart, roofline_frame
 from ui.charts import show as show_chart
 from ui.labs.common import open_button, predicted_beside_bound, question, reading, shape
-from ui.labs.lab2 import network_points
+from ui.labs.lab2 import POINT_NAMES, network_points
+from ui.tables import dataframe
 
 TITLE = "3 · VGG by pen and paper"
 VGGS = ("vgg11", "vgg13", "vgg19")
@@ -121,21 +122,21 @@ def show(db) -> None:
     m3.metric("FLOPs per image", f"{tot['flops_image']:,}")
     m4.metric(f"FLOPs × {batch}", f"{tot['flops_batch']:,}")
     table = pen_and_paper(report)
-    st.dataframe(table, hide_index=True, width="stretch", key="lab3_table",
-                 column_config={c: st.column_config.NumberColumn(format="localized") for c in table.columns[5:]})
+    dataframe(table, width="stretch", key="lab3_table",
+              column_config={c: st.column_config.NumberColumn(format="localized") for c in table.columns[5:]})
     reading("MACs = C_out · H_out · W_out · C_in · k · k per image; FLOPs = 2 × MACs (plus ReLU and pooling, which "
             "only the totals include).", folded_batch_line())
     st.subheader("V100 vs A100")
-    st.dataframe(ridge_table(db), hide_index=True, width="stretch", key="lab3_ridges",
-                 column_config={"ridge FLOP/byte": st.column_config.NumberColumn(format="%.2f")})
+    dataframe(ridge_table(db), width="stretch", key="lab3_ridges",
+              column_config={"ridge FLOP/byte": st.column_config.NumberColumn(format="%.2f")})
     pair = [db.devices[i] for i in NEEDS]
-    show_chart(roofline_chart(roofline_frame(pair, "fp32"), network_points(VGGS, pair, batch)),
+    show_chart(roofline_chart(roofline_frame(pair, "fp32"), network_points(VGGS, pair, batch), names=POINT_NAMES),
                "lab3_roofline", f"vgg_v100_a100_b{batch}")
     st.markdown(f"**Forward pass at batch {batch}: predicted beside the PALEO bound**")
-    st.dataframe(predicted_table(VGGS, batch, db), hide_index=True, width="stretch", key="lab3_predicted",
-                 column_config={c: st.column_config.NumberColumn(format="%.3f")
-                                for c in ("predicted ms", "PALEO bound ms", "predicted ÷ bound")}
-                 | {"typical ±%": st.column_config.NumberColumn(format="%.0f")})
+    dataframe(predicted_table(VGGS, batch, db), width="stretch", key="lab3_predicted",
+              column_config={c: st.column_config.NumberColumn(format="%.3f")
+                             for c in ("predicted ms", "PALEO bound ms", "predicted ÷ bound")}
+              | {"typical ±%": st.column_config.NumberColumn(format="%.0f")})
     reading("The bound is FLOPs at the datasheet peak plus bytes at the datasheet bandwidth, layer by layer (PALEO "
             "at PPP 1). The prediction is the time model fitted to published timings of each GPU generation: "
             "convolutions reach a fitted share of the peak (less on a small layer that leaves SMs idle), 3×3 "
@@ -143,8 +144,8 @@ def show(db) -> None:
             "TF32 tensor cores reach well under their datasheet peak, and every kernel launch costs tens of µs, "
             "which dominates at batch 1. ±% is its typical held-out error.")
     st.markdown(f"**{name} at batch {batch}: forward FLOPs by convolution algorithm (A100)**")
-    st.dataframe(algorithm_table(report, pair[1]), hide_index=True, key="lab3_algorithms",
-                 column_config={"GFLOPs": st.column_config.NumberColumn(format="%.3f")})
+    dataframe(algorithm_table(report, pair[1]), key="lab3_algorithms",
+              column_config={"GFLOPs": st.column_config.NumberColumn(format="%.3f")})
     reading(ridge_line(db),
             "Profiler FLOPs are not model FLOPs: Nsight's fadd/fmul/ffma counters see CUDA-core instructions only. On "
             "an A100, convolutions run as TF32 on tensor cores, invisible to them, so \"measured\" FLOPs fall far "

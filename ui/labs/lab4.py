@@ -17,6 +17,7 @@ from core.units import format_bytes
 from ui.charts import memory_chart
 from ui.charts import show as show_chart
 from ui.labs.common import MIB, in_words, open_button, preferred, question, reading
+from ui.tables import dataframe
 
 TITLE = "4 · ResNet memory"
 RESNETS = ("resnet18", "resnet50")
@@ -92,14 +93,14 @@ def show(db) -> None:
               help=f"{m['params']:,} × {m['param_bytes'] // m['params']} B = {m['param_bytes']:,} B")
     k3.metric(f"Training memory per GPU (batch {m['per_gpu_batch']} each)", format_bytes(m["per_gpu"], 2))
     k4.metric(f"All {gpus} GPU(s) ÷ parameter memory", f"{m['all_gpus'] / m['param_bytes']:,.1f}×")
-    st.dataframe(pd.DataFrame([{"part": k, "per GPU MiB": v / MIB, "share": v / m["per_gpu"]}
-                               for k, v in m["parts"].items()]), hide_index=True, key="lab4_parts",
-                 column_config={"per GPU MiB": st.column_config.NumberColumn(format="%.1f"),
-                                "share": st.column_config.NumberColumn(format="percent")})
+    dataframe(pd.DataFrame([{"part": k, "per GPU MiB": v / MIB, "share": v / m["per_gpu"]}
+                            for k, v in m["parts"].items()]), key="lab4_parts",
+              column_config={"per GPU MiB": st.column_config.NumberColumn(format="%.1f"),
+                             "share": st.column_config.NumberColumn(format="percent")})
     cap = db.devices[CAPACITY_DEVICE].memory_capacity
     show_chart(memory_chart(memory_vs_batch(name, gpus, dtype, optimizer, overhead), cap / 2 ** 30), "lab4_chart",
                f"{name}_memory_{gpus}gpu_{dtype}")
-    st.caption(f"Per GPU vs global batch; the red line is a {cap / 2 ** 30:.0f} GB V100.")
+    st.caption(f"Per GPU vs global batch; the red line is a {cap / 2 ** 30:.0f} GiB V100 (its memory).")
     reading(parameter_memory_line(),
             "Training adds gradients (same size), optimizer state (momentum "
             f"{OPTIMIZERS['sgd_momentum']}×, Adam {OPTIMIZERS['adam']}×) and the activations saved for backward, "

@@ -13,6 +13,7 @@ from core.precision import PRECISIONS
 from ui.charts import lines_chart
 from ui.charts import show as show_chart
 from ui.labs.common import MIB, open_button, question, reading, shape
+from ui.tables import dataframe
 from ui.text import formula_latex
 
 TITLE = "5 · MNIST conv2"
@@ -100,14 +101,16 @@ def show(db) -> None:
     fc1_in = base.layer("fc1").input_shapes[0][-1]
     wide_fc1_in = core.analyze(wide).layer("fc1").input_shapes[0][-1]
     sweep = vs_batch(nets)
-    for col, column in zip(st.columns(2), ("conv2 GFLOPs", "training MiB")):
+    charts = (("conv2 GFLOPs", "conv2 FLOPs", "FLOPs", 1e9), ("training MiB", "training memory", "B", MIB))
+    for col, (column, title, unit, scale) in zip(st.columns(2), charts):
         wide_frame = by_network(sweep, column)
-        show_chart(lines_chart(wide_frame, "batch", list(wide_frame.columns[1:]), column, log_x=False),
+        show_chart(lines_chart(wide_frame, "batch", list(wide_frame.columns[1:]), title, unit=unit, scale=scale,
+                               log_x=False),
                    f"lab5_{column.split()[0]}_chart", f"mnist_{column.replace(' ', '_')}_vs_batch", col)
     st.subheader(f"conv2 at {base.layer('conv2').output_shape[1]} vs {width} channels (batch {batch})")
-    st.dataframe(side_by_side(nets, batch), hide_index=True, width="stretch", key="lab5_side_by_side")
-    st.dataframe(units_table(report), hide_index=True, key="lab5_units",
-                 column_config={c: st.column_config.NumberColumn(format="localized") for c in ("count", "bytes")})
+    dataframe(side_by_side(nets, batch), width="stretch", key="lab5_side_by_side")
+    dataframe(units_table(report), key="lab5_units",
+              column_config={c: st.column_config.NumberColumn(format="localized") for c in ("count", "bytes")})
     reading(conv2_line(base),
             "FLOPs grow exactly linearly with the batch; memory is a fixed part (weights, gradients, optimizer "
             "state) plus the batch × activations.",
