@@ -602,10 +602,15 @@ def test_a_dynamo_export(tmp_path):
 
 # == the Network page =============================================================================================
 
-TINY = onnx_bytes([h.make_node("Conv", ["x", "W", "B"], ["c"], name="conv"), h.make_node("Relu", ["c"], ["r"]),
-                   h.make_node("GlobalAveragePool", ["r"], ["p"]), h.make_node("Flatten", ["p"], ["f"]),
-                   h.make_node("Gemm", ["f", "F", "FB"], ["y"], name="fc", transB=1)],
-                  [X], inits=[zeros("W", 4, 3, 3, 3), zeros("B", 4), zeros("F", 10, 4), zeros("FB", 10)])
+def _tiny(x):
+    """conv 3→4 (3×3), ReLU, global average pool, fc 4→10."""
+    return onnx_bytes([h.make_node("Conv", ["x", "W", "B"], ["c"], name="conv"), h.make_node("Relu", ["c"], ["r"]),
+                       h.make_node("GlobalAveragePool", ["r"], ["p"]), h.make_node("Flatten", ["p"], ["f"]),
+                       h.make_node("Gemm", ["f", "F", "FB"], ["y"], name="fc", transB=1)],
+                      [x], inits=[zeros("W", 4, 3, 3, 3), zeros("B", 4), zeros("F", 10, 4), zeros("FB", 10)])
+
+
+TINY = _tiny(X)
 
 
 @pytest.mark.app
@@ -624,3 +629,17 @@ def test_the_network_page_takes_an_onnx_upload():
     assert not at.exception
     assert "broken.onnx: not an ONNX model" in at.error[0].value and "Nothing was imported" in at.error[0].value
     assert at.caption[0].value.startswith("tiny: 5 layers, 162 parameters")      # the imported network stays
+
+
+@pytest.mark.app
+def test_a_model_with_symbolic_sizes_asks_for_its_input_shape_on_the_page():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "views" / "network.py"), default_timeout=120).run()
+    at.file_uploader(key="import_json").set_value(("dyn.onnx", _tiny(vi("x", ["N", 3, "H", "W"])),
+                                                   "application/octet-stream")).run()
+    assert not at.exception and "symbolic dimension 'H'" in at.error[0].value
+    assert at.session_state["model"] == "mnist_cnn"                # nothing imported, nothing lost
+    at.text_input(key="onnx_input_shape").set_value("3x16x16").run()
+    assert not at.exception and not at.error and at.session_state["model"] == "custom"
+    assert at.caption[0].value.startswith("dyn: 5 layers, 162 parameters")          # as tiny.onnx: sizes free

@@ -7,11 +7,12 @@ import streamlit as st
 import core
 from core.edit import channel_groups
 from ui import builder
-from ui.state import CUSTOM_NET, DEFAULTS, HISTORY, INPUT, MODEL, choose_model, current_network, page, set_custom
+from ui.state import CUSTOM_NET, DEFAULTS, HISTORY, MODEL, choose_model, current_network, page, set_custom
 from ui.tables import editable_layers
 
 ONNX_UPLOAD_MB = 256          # the uploader's cap, server.maxUploadSize in .streamlit/config.toml
 ONNX_DONE = "onnx_imported"   # the last ONNX upload read: its file id, the input shape used, the result or error
+ONNX_SHAPE = "onnx_input_shape"   # the per-sample input shape a model with symbolic sizes is read with
 
 sel = page("Network")
 net = current_network()
@@ -25,11 +26,11 @@ def _base_name(n: core.Network) -> str:
 
 def _import_onnx(upload) -> None:
     """An uploaded ONNX model becomes the custom network, once per file (the uploader keeps the file across
-    reruns); its warnings and opaque nodes stay shown below the uploader. A model with symbolic sizes takes the
-    sidebar's input shape, and is read again when that changes."""
+    reruns); its warnings and opaque nodes stay shown below the uploader. A model with symbolic sizes asks for its
+    per-sample input shape here (the sidebar's applies to the current network) and is read again with it."""
     from core.onnx_import import import_onnx
 
-    shape = st.session_state[INPUT].strip()
+    shape = st.session_state.get(ONNX_SHAPE, "").strip()
     done = st.session_state.get(ONNX_DONE)
     if done is None or done["file"] != upload.file_id or (done["error"] and done["shape"] != shape):
         done = {"file": upload.file_id, "shape": shape, "error": None}
@@ -45,9 +46,10 @@ def _import_onnx(upload) -> None:
             st.session_state.pop("edit_message", None)
             st.rerun()
     if done["error"]:
-        hint = " Type the per-sample shape in the sidebar's Input shape (e.g. 3x224x224)." \
-            if "input_shape" in done["error"] else ""
-        st.error(f"{done['error']}. Nothing was imported.{hint}")
+        st.error(f"{done['error']}. Nothing was imported.")
+        if "input_shape" in done["error"]:
+            st.text_input(f"Per-sample input shape for {upload.name}", key=ONNX_SHAPE, placeholder="3x224x224",
+                          help="C×H×W without the batch; the model is read again with it.")
         return
     imported = done["network"]
     st.success(f"Imported {upload.name}: {imported.name}, {len(imported.nodes)} layers, input "
