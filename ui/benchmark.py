@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 import sys
 
-import altair as alt
 import pandas as pd
 
 import core
@@ -295,17 +294,6 @@ def correlations(df: pd.DataFrame) -> dict:
     """Spearman ρ of latency with FLOPs and with parameters (None with fewer than 2 networks)."""
     lat = list(df["latency ms"])
     return {"flops": spearman(df["GFLOPs"], lat), "params": spearman(df["M params"], lat), "n": len(lat)}
-
-
-def scatter(df: pd.DataFrame, x: str, title: str) -> alt.Chart:
-    """Latency against ``x`` on log-log axes, one labelled point per network."""
-    enc = {"x": alt.X(f"{x}:Q", scale=alt.Scale(type="log"), title=title),
-           "y": alt.Y("latency ms:Q", scale=alt.Scale(type="log"), title="forward latency (ms, batch 1)")}
-    points = alt.Chart(df).mark_circle(size=80).encode(
-        **enc, tooltip=[alt.Tooltip("network:N"), alt.Tooltip("input:N"), alt.Tooltip("latency ms:Q", format=".3f"),
-                        alt.Tooltip(f"{x}:Q", format=".3f")])
-    labels = alt.Chart(df).mark_text(align="left", dx=7, fontSize=11).encode(**enc, text=alt.Text("network:N"))
-    return (points + labels).properties(height=320)
 
 
 # == throughput vs batch ==========================================================================================
