@@ -112,6 +112,8 @@ def measure_one(name: str, folder: Path, with_weights: bool = False) -> dict:
         row["onnx_nodes"] = len(onnx.load(str(path), load_external_data=False).graph.node)
         step = "FlopCounterMode"
         meta = build(name, "meta")
+        if any(not p.is_meta for p in meta.parameters()):      # RegNet is built on the CPU: moved afterwards
+            meta = meta.to("meta")
         with FlopCounterMode(display=False) as counter, torch.no_grad():
             meta(torch.empty((1,) + shape, device="meta"))
         row["macs_torch"] = counter.get_total_flops() // 2

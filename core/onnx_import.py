@@ -56,6 +56,11 @@ STANDARD_DOMAINS = ("", "ai.onnx")
 WEIGHT_SLOTS = {"Conv": (1, 2), "ConvTranspose": (1, 2), "Gemm": (1, 2), "MatMul": (1,),
                 "BatchNormalization": (1, 2, 3, 4), "InstanceNormalization": (1, 2), "LayerNormalization": (1, 2),
                 "GroupNormalization": (1, 2), "PRelu": (1,)}
+# input slots that say how an op runs (sizes, scales, bounds): a float tensor there is a setting, not a parameter
+SETTING_SLOTS = {"Resize": (1, 2, 3), "Upsample": (1,), "Pad": (1, 2, 3), "Clip": (1, 2), "Dropout": (1, 2),
+                 "Slice": (1, 2, 3, 4), "Reshape": (1,), "Expand": (1,), "Tile": (1,), "Squeeze": (1,),
+                 "Unsqueeze": (1,), "Split": (1,), "ReduceMean": (1,), "ReduceSum": (1,), "ReduceMax": (1,),
+                 "ReduceMin": (1,), "ReduceL2": (1,), "ReduceProd": (1,), "ConstantOfShape": (0,)}
 _PASS_THROUGH = ("Identity", "Cast", "Transpose", "Reshape", "Unsqueeze", "Squeeze")   # weights reach a slot via
 
 
@@ -633,6 +638,8 @@ class _Converter:
         if not outputs:
             raise NetworkError("no graph output depends on the input", node=self.label, field="output",
                                value=[o.name for o in self.graph.output])
+        if INPUT in outputs:           # an output that is the input itself (a graph of Identity ops): one node
+            outputs = [self.emit("identity", "identity", [INPUT]) if o == INPUT else o for o in outputs]
         self._leftover_weights()
         net = Network.make(self.name, {INPUT: self.input_dims}, self.nodes, list(dict.fromkeys(outputs)),
                            description=f"imported from ONNX ({self.model.producer_name or 'unknown producer'} "
@@ -961,13 +968,19 @@ class _Converter:
     def _leftover_weights(self) -> None:
         used = {t for node in self.order for t in node.input if t}
         left = [w for w in self.weights if w not in self.counted and w not in self.as_values and w in used
-                and self._reaches_activation(w)]
+                and self._reaches_activation(w) and not self._only_settings(w)]
         if left:
             p = self.emit("onnx_weights", "parameter", [], shape=(1,), numel=sum(self.weights[w] for w in left))
             for w in left:
                 self.counted[w] = p
             self.warnings.append("weights used only by input-independent computation are counted, their arithmetic "
                                  f"is not modelled: {', '.join(left[:6])}" + (" …" if len(left) > 6 else ""))
+
+    def _only_settings(self, t: str) -> bool:
+        """Whether every use of ``t`` is an input that says how an op runs (Resize's scales, Pad's pads, Clip's
+        bounds), not a tensor it computes with."""
+        uses = self.consumers.get(t, [])
+        return bool(uses) and all(slot in SETTING_SLOTS.get(node.op_type, ()) for node, slot in uses)
 
     def _reaches_activation(self, w: str, depth: int = 0) -> bool:
         for node, _ in self.consumers.get(w, []):

@@ -332,6 +332,42 @@ def test_views_concat_resize_pad_slice_split_gather():
     assert res.unsupported == ()
 
 
+def test_the_other_mapped_ops():
+    x4 = vi("x", [1, 4, 5, 5])
+    cases = [
+        # GroupNormalization (opset 21: scale and bias per channel): 2 groups of 2 channels; γ, β: 2·4 parameters;
+        # 8 FLOPs per element (statistics 4, normalise 2, affine 2) · 4·5·5
+        ([h.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=2)], x4,
+         [zeros("s", 4), zeros("b", 4)], 21, ["group_norm"], 8, 8 * 4 * 5 * 5),
+        # Swish (opset 24) is SiLU: 5 FLOPs per element (sigmoid 4 + multiply)
+        ([h.make_node("Swish", ["x"], ["y"])], x4, [], 24, ["silu"], 0, 5 * 100),
+        # Sum of three: 2 adds per element
+        ([h.make_node("Sum", ["x", "x", "x"], ["y"])], x4, [], 17, ["add"], 0, 2 * 100),
+        # Cast moves nothing worth counting: only the ReLU (1 per element)
+        ([h.make_node("Cast", ["x"], ["c"], to=TensorProto.FLOAT16), h.make_node("Relu", ["c"], ["y"])], x4, [], 17,
+         ["relu"], 0, 100),
+        # Expand to the shape it has: nothing; a graph of only that is one identity node
+        ([h.make_node("Expand", ["x", "s"], ["y"])], x4, [const("s", [1, 4, 5, 5])], 17, ["identity"], 0, 0),
+        # Einsum with the batch first in every operand: (5×5)·(5×5)ᵀ per channel, 4·5·5·5 = 500 MACs
+        ([h.make_node("Einsum", ["x", "x"], ["y"], equation="bcij,bckj->bcik")], x4, [], 12, ["einsum"], 0,
+         2 * 500),
+        # Upsample (opset 9) reads its scales from a float tensor: a setting, not a parameter
+        ([h.make_node("Upsample", ["x", "sc"], ["y"], mode="nearest")], x4, [const("sc", [1, 1, 2, 2], np.float32)],
+         9, ["interpolate"], 0, 0),
+        # Resize to a size, bilinear with aligned corners: 9 FLOPs per output (three lerps) · 4·7·9
+        ([h.make_node("Resize", ["x", "", "", "sz"], ["y"], mode="linear",
+                      coordinate_transformation_mode="align_corners")], x4, [const("sz", [1, 4, 7, 9])], 13,
+         ["interpolate"], 0, 9 * 4 * 7 * 9),
+        # PRelu has no rule: opaque, its slope (4 per channel, as torch's PReLU(4)) still counted
+        ([h.make_node("PRelu", ["x", "slope"], ["y"])], x4, [zeros("slope", 4, 1, 1)], 17,
+         ["parameter", "opaque"], 4, 0),
+    ]
+    for nodes, x, inits, opset, ops, params, flops in cases:
+        r, _ = run(onnx_bytes(nodes, [x], inits=inits, opset=opset))
+        assert [l.op for l in r.layers] == ops, nodes[-1].op_type
+        assert (r.totals["params"], r.totals["flops"]) == (params, flops), nodes[-1].op_type
+
+
 def test_identity_and_dropout():
     nodes = [h.make_node("Identity", ["x"], ["i"]), h.make_node("Dropout", ["i", "p"], ["y"])]
     r, _ = run(onnx_bytes(nodes, [X], inits=[const("p", 0.25, np.float32)]))
