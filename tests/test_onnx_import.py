@@ -651,10 +651,14 @@ TINY = _tiny(X)
 
 @pytest.mark.app
 def test_the_network_page_takes_an_onnx_upload():
+    import tomllib
+
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(ROOT / "views" / "network.py"), default_timeout=120).run()
     assert not at.exception
+    cap = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())["server"]["maxUploadSize"]
+    assert f"ONNX model (max {cap} MB)" in at.file_uploader(key="import_json").label     # what the server allows
     at.file_uploader(key="import_json").set_value(("tiny.onnx", TINY, "application/octet-stream")).run()
     assert not at.exception and not at.error
     assert at.session_state["model"] == "custom"
