@@ -182,7 +182,10 @@ def _conv_params(ctx: Ctx) -> Params:
     c_in = ctx.x[0]
     kh, kw = ctx["kernel_size"]
     co = ctx["out_channels"]
-    return Params(trainable=co * (c_in // ctx["groups"]) * kh * kw + (co if ctx["bias"] else 0))
+    weight, bias = co * (c_in // ctx["groups"]) * kh * kw, (co if ctx["bias"] else 0)
+    if ctx["fixed_weight"]:
+        return Params(trainable=bias, buffers=weight)
+    return Params(trainable=weight + bias)
 
 
 def _conv_macs(ctx: Ctx) -> int:
@@ -196,8 +199,10 @@ def _conv_cost(ctx: Ctx) -> Cost:
     macs = _conv_macs(ctx)
     flops = FLOPS_PER_MAC * macs
     bias_grad = numel(ctx.out) if ctx["bias"] else 0     # dL/db sums the output gradient: one add per output
-    # dL/dx is a transposed conv with the same multiply-adds; dL/dW correlates x with dL/dy: again the same MACs.
-    return Cost(macs=macs, flops=flops, bwd_input=(flops,), bwd_weight=flops + bias_grad)
+    # dL/dx is a transposed conv with the same multiply-adds; dL/dW correlates x with dL/dy: again the same MACs
+    # (none for a fixed filter: a buffer gets no gradient).
+    return Cost(macs=macs, flops=flops, bwd_input=(flops,), bwd_weight=(0 if ctx["fixed_weight"] else flops)
+                + bias_grad)
 
 
 def _conv_formula(ctx: Ctx, batch: int) -> list[FormulaLine]:
@@ -295,6 +300,7 @@ _CONV_ATTRS = (
     Attr("dilation", "pair", 1),
     Attr("groups", "pos", 1),
     Attr("bias", "bool", True),
+    Attr("fixed_weight", "bool", False, doc="the weight is a fixed buffer (a blur filter), not a parameter"),
 )
 
 def _conv_import(c, n, m):
@@ -306,13 +312,64 @@ def _conv_import(c, n, m):
                   dilation=c.pair(m.dilation), groups=m.groups, bias=m.bias is not None)
 
 
+def _conv_call(c, n):
+    """F.conv2d(x, weight, bias, stride, padding, dilation, groups) with a constant weight: timm's same-padded
+    convs (a pad, then this), weight-standardised convs (the weight computed once per forward from its parameter
+    and a gain, which is counted beside the conv), blur filters (a buffer: ``fixed_weight``). A weight computed from
+    the input (CondConv) cannot be one conv."""
+    w, b = c.arg(n, 1, "weight"), c.arg(n, 2, "bias")
+    if not c.is_tensor(w) or isinstance(c.result(w), (str, list)) or (c.is_tensor(b)
+                                                                      and isinstance(c.result(b), (str, list))):
+        raise c.unsupported(n, "conv2d with a weight or bias computed from the input")
+    shape = tuple(c.value(w).shape)
+    if len(shape) != 4:
+        raise c.unsupported(n, f"conv2d with a {len(shape)}-d weight")
+    fresh, buffers = c.claim([w])
+    if b is not None:
+        c.claim([b])
+    pad = c.value(c.arg(n, 4, "padding", 0))
+    base = c.scoped(n)
+    out = c.emit(base, "conv2d", [c.ref(n.args[0])], out_channels=shape[0], kernel_size=shape[2:],
+                 stride=c.pair(c.value(c.arg(n, 3, "stride", 1))), padding=pad if isinstance(pad, str) else c.pair(pad),
+                 dilation=c.pair(c.value(c.arg(n, 5, "dilation", 1))), groups=int(c.value(c.arg(n, 6, "groups", 1))),
+                 bias=b is not None, fixed_weight=(fresh == 0 and buffers > 0) or None)
+    if fresh > numel(shape):         # the weight was computed from more parameters than it holds (a gain)
+        c.emit(f"{base}.weight_params", "parameter", [], shape=(1,), numel=fresh - numel(shape))
+    return out
+
+
+def _conv1d_import(c, n, m):
+    """nn.Conv1d on [N, C, L] (ECA's channel attention) as a 1×k conv2d on [N, C, 1, L]: the same multiply-adds and
+    parameters, between two views."""
+    ch, length = c.value(n.args[0]).shape[1:] if c.value(n.args[0]).dim() == 3 else (None, None)
+    if ch is None:
+        raise c.unsupported(n, "nn.Conv1d on an input that is not [N, C, L]")
+    if m.padding_mode != "zeros":
+        c.warn(f"{n.target}: padding_mode '{m.padding_mode}' is costed like zero padding")
+    x = c.emit(f"{n.target}.as_2d", "reshape", [c.ref(n.args[0])], shape=(ch, 1, length))
+    pad = m.padding if isinstance(m.padding, str) else (0, m.padding[0])
+    y = c.emit(n.target, "conv2d", [x], out_channels=m.out_channels, kernel_size=(1, m.kernel_size[0]),
+               stride=(1, m.stride[0]), padding=pad, dilation=(1, m.dilation[0]), groups=m.groups,
+               bias=m.bias is not None)
+    return c.emit(f"{n.target}.as_1d", "reshape", [y], shape=c.out_shape(n))
+
+
+def _conv_torch(n, xs):
+    if n.attrs["fixed_weight"]:
+        raise cannot_convert(n, "its weight is a fixed filter held in a buffer (a blur), whose values the IR does not "
+                                "record")
+    return TorchModule("Conv2d", _pick(n, *(k for k in n.attrs if k != "fixed_weight"), **_in_channels(n)))
+
+
 register(OpRule(
     "conv2d", "conv", _CONV_ATTRS, _conv_shape, _conv_cost, _conv_formula, _conv_params,
     saves=lambda ctx: Saves(inputs=(0,)), channel=_conv_channel, channel_field="out_channels",
     doc="2-d convolution; in_channels follow from the input", torch="nn.Conv2d",
     work=_conv_work, cpu_alloc=_conv_alloc, follow=_depthwise_follow, algorithms=_conv_algorithms,
     gemm=lambda ctx, batch: (ctx["groups"], batch * ctx.out[1] * ctx.out[2], ctx.out[0] // ctx["groups"]),
-    to_torch=_as_module("Conv2d", _in_channels), imports=_modules(_conv_import, "Conv2d")))
+    to_torch=_conv_torch,
+    imports=_modules(_conv_import, "Conv2d") + _modules(_conv1d_import, "Conv1d")
+    + _calls(_conv_call, "torch.nn.functional.conv2d")))
 
 
 def _convt_shape(ctx: Ctx):
@@ -560,6 +617,7 @@ _UNARY = {
     "silu":        (5, 7, "input", "nn.SiLU", "x·sigmoid(x): sigmoid (4) + multiply"),
     "hardswish":   (5, 4, "input", "nn.Hardswish", "x·min(max(x+3, 0), 6)/6: add, max, min, multiply, divide"),
     "hardsigmoid": (4, 2, "input", "nn.Hardsigmoid", "min(max(x+3, 0), 6)/6: add, max, min, divide"),
+    "leaky_relu":  (2, 2, "input", "nn.LeakyReLU", "x if x > 0 else slope·x: compare, multiply"),
     "dropout":     (0, 1, "mask", "nn.Dropout", "identity at inference; training multiplies by a mask (1/elem)"),
     "identity":    (0, 0, "none", "nn.Identity", "no arithmetic"),
 }
@@ -567,7 +625,7 @@ _UNARY = {
 
 # ``inplace=True`` (nn.ReLU(inplace=True), F.relu_, x += y) overwrites input 0: the CPU allocates no output
 _INPLACE = Attr("inplace", "bool", False, doc="overwrites its first input (no new output tensor on the CPU)")
-_IN_PLACE_CAPABLE = ("relu", "relu6", "silu", "hardswish", "hardsigmoid")
+_IN_PLACE_CAPABLE = ("relu", "relu6", "silu", "hardswish", "hardsigmoid", "leaky_relu")
 
 
 def _activation(kind: str, *calls: str, in_place: tuple[str, ...] = ()) -> tuple[Importer, ...]:
@@ -597,6 +655,17 @@ def _gelu_call(c, n):
     return c.emit(c.scoped(n), "gelu", [c.ref(n.args[0])], approximate=c.value(n.kwargs.get("approximate", "none")))
 
 
+def _leaky_import(c, n, m):
+    return c.emit(n.target, "leaky_relu", [c.ref(n.args[0])], negative_slope=float(m.negative_slope),
+                  inplace=m.inplace or None)
+
+
+def _leaky_call(c, n):
+    return c.emit(c.scoped(n), "leaky_relu", [c.ref(n.args[0])],
+                  negative_slope=float(c.value(c.arg(n, 1, "negative_slope", 0.01))),
+                  inplace=bool(c.value(c.arg(n, 2, "inplace", False))) or None)
+
+
 def _dropout_import(c, n, m):
     return c.emit(n.target, "dropout", [c.ref(n.args[0])], p=float(m.p))
 
@@ -615,9 +684,11 @@ def _identity_call(c, n):
 
 
 def _expand_import(c, n):
-    if tuple(c.value(n.args[0]).shape[1:]) == c.out_shape(n):
+    """x.expand(…) / x.expand_as(y): the identity when no per-sample dim changes, else an ``expand`` view."""
+    out = c.out_shape(n)
+    if tuple(c.value(n.args[0]).shape[1:]) == out:
         return c.emit(c.scoped(n), "identity", [c.ref(n.args[0])])
-    raise c.unsupported(n, "expand that changes per-sample dims")
+    return c.emit(c.scoped(n), "expand", [c.ref(n.args[0])], shape=out)
 
 
 _UNARY_IMPORTS = {
@@ -629,11 +700,12 @@ _UNARY_IMPORTS = {
     "silu": _activation("silu", "torch.nn.functional.silu"),
     "hardswish": _activation("hardswish", "torch.nn.functional.hardswish"),
     "hardsigmoid": _activation("hardsigmoid", "torch.nn.functional.hardsigmoid"),
+    "leaky_relu": _modules(_leaky_import, "LeakyReLU") + _calls(_leaky_call, "torch.nn.functional.leaky_relu"),
     "dropout": _modules(_dropout_import, "Dropout", "Dropout2d", "AlphaDropout")
     + _calls(_dropout_call, "torch.nn.functional.dropout", "torch.dropout"),
     "identity": _modules(_identity_import, "Identity")
     + _calls(_identity_call, "torchvision.ops.stochastic_depth.stochastic_depth", "contiguous")
-    + _calls(_expand_import, "expand"),
+    + _calls(_expand_import, "expand", "expand_as"),
 }
 
 
@@ -656,7 +728,8 @@ def _unary_factory(kind: str, fwd: int, bwd: int, saves: str, torch: str, how: s
 
     attrs = {"dropout": (Attr("p", "prob", 0.5),),
              "gelu": (Attr("approximate", "choice", "none", ("none", "tanh"),
-                           doc="counted alike: 8 FLOPs per element either way"),)}.get(kind, ())
+                           doc="counted alike: 8 FLOPs per element either way"),),
+             "leaky_relu": (Attr("negative_slope", "float", 0.01),)}.get(kind, ())
     if kind in _IN_PLACE_CAPABLE:
         attrs += (_INPLACE,)
     view = kind in ("dropout", "identity")     # at inference: the input itself
@@ -761,6 +834,19 @@ def _bn_import(c, n, m):
                   track_running_stats=m.track_running_stats)
 
 
+def _bn_call(c, n):
+    """F.batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps), as timm's BatchNormAct2d
+    calls it: the weight, bias and running statistics are constants, counted here."""
+    mean, var, w, b = (c.arg(n, i, k) for i, k in enumerate(("running_mean", "running_var", "weight", "bias"), 1))
+    if (w is None) != (b is None):
+        raise c.unsupported(n, "batch_norm with a weight but no bias (or a bias but no weight)")
+    c.claim([a for a in (mean, var, w, b) if a is not None])
+    momentum = c.value(c.arg(n, 6, "momentum", 0.1))
+    return c.emit(c.scoped(n), "batch_norm", [c.ref(n.args[0])], eps=float(c.value(c.arg(n, 7, "eps", 1e-5))),
+                  momentum=0.1 if momentum is None else float(momentum), affine=w is not None,
+                  track_running_stats=mean is not None)
+
+
 register(OpRule(
     "batch_norm", "norm",
     (Attr("eps", "nonneg_float", 1e-5, doc="≥ 0, as torch's batch_norm requires"), Attr("momentum", "float", 0.1),
@@ -770,7 +856,7 @@ register(OpRule(
     saves=lambda ctx: Saves(inputs=(0,), fixed_bytes=2 * 4 * ctx.x[0]), channel="pass",
     doc="batch normalisation over dim 1 (BatchNorm1d/2d); num_features follow from the input", torch="nn.BatchNorm2d",
     work="elementwise", fusion="epilogue", to_torch=_bn_torch,
-    imports=_modules(_bn_import, "BatchNorm1d", "BatchNorm2d")))
+    imports=_modules(_bn_import, "BatchNorm1d", "BatchNorm2d") + _calls(_bn_call, "torch.nn.functional.batch_norm")))
 
 
 # LayerNorm / GroupNorm compute statistics at inference too: mean (1), variance (subtract, square, add: 3),
@@ -845,6 +931,16 @@ def _gn_import(c, n, m):
     return c.emit(n.target, "group_norm", [c.ref(n.args[0])], num_groups=m.num_groups, eps=m.eps, affine=m.affine)
 
 
+def _gn_call(c, n):
+    """F.group_norm(x, num_groups, weight, bias, eps): the weight and bias are constants, counted here."""
+    w, b = c.arg(n, 2, "weight"), c.arg(n, 3, "bias")
+    if (w is None) != (b is None):
+        raise c.unsupported(n, "group_norm with a weight but no bias (or a bias but no weight)")
+    c.claim([a for a in (w, b) if a is not None])
+    return c.emit(c.scoped(n), "group_norm", [c.ref(n.args[0])], num_groups=int(c.value(c.arg(n, 1, "num_groups"))),
+                  eps=float(c.value(c.arg(n, 4, "eps", 1e-5))), affine=w is not None)
+
+
 register(OpRule(
     "group_norm", "norm", (Attr("num_groups", "pos"), Attr("eps", "float", 1e-5), Attr("affine", "bool", True)),
     _gn_shape, lambda ctx: _stat_norm_cost(ctx, ctx["affine"]),
@@ -854,7 +950,7 @@ register(OpRule(
     saves=lambda ctx: Saves(inputs=(0,), extra_bytes=2 * 4 * ctx["num_groups"]), channel="pass",
     doc="group normalisation; num_channels follow from the input", torch="nn.GroupNorm", work="elementwise",
     fusion="epilogue", to_torch=_as_module("GroupNorm", lambda n: {"num_channels": n.in_shapes[0][0]}),
-    imports=_modules(_gn_import, "GroupNorm")))
+    imports=_modules(_gn_import, "GroupNorm") + _calls(_gn_call, "torch.nn.functional.group_norm")))
 
 
 # == pooling ======================================================================================================
@@ -1155,13 +1251,26 @@ def _concat_import(c, n):
     return c.emit(c.scoped(n), "concat", [c.ref(t, rank) for t in tensors], dim=dim)
 
 
+def _stack_import(c, n):
+    """torch.stack(tensors, dim): each tensor viewed with a new dim of size 1, then concatenated along it."""
+    tensors, dim = c.arg(n, 0, "tensors"), c.value(c.arg(n, 1, "dim", 0))
+    out = c.out_shape(n)
+    d = dim + len(out) + 1 if dim < 0 else dim
+    if d == 0:
+        raise c.unsupported(n, "a stack along the batch dim")
+    base = c.scoped(n)
+    one = out[:d - 1] + (1,) + out[d:]
+    parts = [c.emit(f"{base}.unsqueeze", "reshape", [c.ref(t)], shape=one) for t in tensors]
+    return c.emit(base, "concat", parts, dim=d)
+
+
 register(OpRule(
     "concat", "shape", (Attr("dim", "int", 1),), _concat_shape,
     lambda ctx: Cost(bwd_input=tuple(0 for _ in ctx.ins)),
     lambda ctx, batch: [FormulaLine("FLOPs", "0 (a copy)", "0", 0)], arity=(1, None),
     doc="torch.cat", torch="torch.cat", work="shape",
     to_torch=lambda n, xs: TorchExpr(f"torch.cat([{', '.join(xs)}], dim={n.attrs['dim']})"),
-    imports=_calls(_concat_import, "torch.cat", "torch.concat")))
+    imports=_calls(_concat_import, "torch.cat", "torch.concat") + _calls(_stack_import, "torch.stack")))
 
 
 # == shape ops (no arithmetic) ====================================================================================
@@ -1230,6 +1339,24 @@ register(OpRule("reshape", "shape", (Attr("shape", "ints", doc="per-sample targe
                 doc="view/reshape; the batch stays dim 0 (x.view(-1, 320) is shape [320])", torch="Tensor.view",
                 work="shape", to_torch=_reshape_torch,
                 imports=_calls(_reshape_import, "torch.reshape", "view", "reshape", "unsqueeze", "squeeze")))
+
+
+def _expand_shape(ctx: Ctx):
+    """Broadcasting as torch's expand: dims aligned from the right, each of size 1 or equal to the target's."""
+    target = ctx["shape"]
+    if any(d < 1 for d in target):
+        raise ctx.fail("dimensions must be positive", "shape", target)
+    if len(target) < len(ctx.x) or any(s not in (1, t) for s, t in zip(reversed(ctx.x), reversed(target))):
+        raise ctx.fail(f"cannot expand [N, {', '.join(map(str, ctx.x))}] to [N, {', '.join(map(str, target))}] "
+                       "(only dims of size 1 expand)", "shape", target)
+    return tuple(target)
+
+
+register(OpRule("expand", "shape", (Attr("shape", "ints", doc="per-sample target shape, batch excluded"),),
+                _expand_shape, _zero_cost, _zero_formula, alias=True,
+                doc="expand dims of size 1 by broadcasting (a view, no copy)", torch="Tensor.expand", work="shape",
+                to_torch=lambda n, xs: TorchExpr(f"{xs[0]}.expand({xs[0]}.shape[0], "
+                                                 f"{', '.join(map(str, n.out_shape))})")))
 
 
 def _permute_shape(ctx: Ctx):
@@ -1377,6 +1504,32 @@ register(OpRule(
     imports=_calls(_mean_import, "torch.mean", "mean")))
 
 
+def _sum_torch(n, xs):
+    dims = tuple(_full_dim(n, d) for d in n.attrs["dim"])
+    keep = ", keepdim=True" if n.attrs["keepdim"] else ""
+    return TorchExpr(f"{xs[0]}.sum(dim={dims!r}{keep})")
+
+
+def _sum_import(c, n):
+    dim = c.value(c.arg(n, 1, "dim"))
+    if dim is None:
+        raise c.unsupported(n, "a sum over every dim, batch included")
+    dims = tuple(dim) if isinstance(dim, (list, tuple)) else (dim,)
+    return c.emit(c.scoped(n), "sum", [c.ref(n.args[0])], dim=dims,
+                  keepdim=bool(c.value(c.arg(n, 2, "keepdim", False))))
+
+
+# a sum of k numbers is k − 1 adds: input elements − output elements; its gradient is a broadcast copy
+register(OpRule(
+    "sum", "pool", (Attr("dim", "ints"), Attr("keepdim", "bool", False)), _mean_shape,
+    lambda ctx: Cost(flops=numel(ctx.x) - numel(ctx.out), bwd_input=(0,)),
+    lambda ctx, batch: [FormulaLine("FLOPs", "N·(input − output elements) (adds)",
+                                    f"{batch}·({_n(numel(ctx.x))} − {_n(numel(ctx.out))})",
+                                    batch * (numel(ctx.x) - numel(ctx.out)))],
+    doc="sum over dims (torch.sum)", torch="torch.sum", work=_pool_work, to_torch=_sum_torch,
+    imports=_calls(_sum_import, "torch.sum", "sum")))
+
+
 def _slice_shape(ctx: Ctx):
     rank = len(ctx.x) + 1
     d = _sample_dim(ctx, ctx["dim"], rank, "dim")
@@ -1497,6 +1650,11 @@ def _pad_import(c, n):
     return c.emit(c.scoped(n), "pad", [c.ref(n.args[0])], pad=pads)
 
 
+def _pad_module(c, n, m):
+    """nn.ZeroPad2d / nn.ConstantPad2d: (left, right, top, bottom), as F.pad takes it."""
+    return c.emit(n.target, "pad", [c.ref(n.args[0])], pad=tuple(int(p) for p in m.padding))
+
+
 def _patch_merging_pad(c, n):
     """torchvision's Swin patch merging: pad H, W to even, then gather 2×2 neighbours into channels
     ([N, H, W, C] → [N, H/2, W/2, 4C]): a pad and a space-to-depth copy, no arithmetic."""
@@ -1515,6 +1673,7 @@ register(OpRule("pad", "shape", (Attr("pad", "ints"),), _pad_shape, _zero_cost, 
                 channel="none", doc="constant padding (F.pad), a copy", torch="F.pad", work="shape",
                 to_torch=lambda n, xs: TorchExpr(f"F.pad({xs[0]}, {n.attrs['pad']!r})"),
                 imports=_calls(_pad_import, "torch.nn.functional.pad")
+                + _modules(_pad_module, "ZeroPad2d", "ConstantPad2d")
                 + _calls(_patch_merging_pad, "torchvision.models.swin_transformer._patch_merging_pad")))
 
 

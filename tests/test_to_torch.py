@@ -239,6 +239,10 @@ _ALL_CASES = [
          [N("b", "parameter", shape=(3, 4), buffer=True, numel=12), N("y", "add", ("x", "b"))]),   # 3·4 = 12
     one("mean", (3, 4, 5), "mean", dim=(2, -1), keepdim=True),
     one("mean_drop_dims", (3, 4, 5), "mean", dim=(1,)),
+    one("sum", (3, 4, 5), "sum", dim=(2, -1), keepdim=True),
+    one("sum_drop_dims", (2, 3, 4), "sum", dim=(1,)),
+    one("expand", (3, 1, 5), "expand", shape=(3, 4, 5)),
+    one("leaky_relu", (3, 4, 4), "leaky_relu", negative_slope=0.2),
     one("slice", (3, 8, 5), "slice", dim=2, start=1, end=7, step=2),
     one("slice_to_end", (6, 4), "slice", dim=-2, start=-3),
     one("slice_select", (5, 8), "slice", dim=1, start=0, select=True),

@@ -78,6 +78,8 @@ CASES: list[Case] = [
         out_channels=6, kernel_size=3, groups=2, padding=1),
     one("conv_groups3_stride2", (6, 9, 9), "conv2d", lambda: nn.Conv2d(6, 9, 3, groups=3, stride=2), True,
         out_channels=9, kernel_size=3, groups=3, stride=2),
+    one("conv_fixed_weight", (3, 9, 9), "conv2d", lambda: _FixedFilter(3), True,     # timm's BlurPool2d
+        out_channels=3, kernel_size=3, groups=3, stride=2, bias=False, fixed_weight=True),
     one("conv_depthwise", (4, 7, 7), "conv2d", lambda: nn.Conv2d(4, 4, 3, groups=4, padding=1, bias=False), True,
         out_channels=4, kernel_size=3, groups=4, padding=1, bias=False),
     one("conv_depthwise_multiplier2", (3, 6, 6), "conv2d", lambda: nn.Conv2d(3, 6, 3, groups=3), True,
@@ -179,6 +181,7 @@ CASES: list[Case] = [
         num_groups=3, affine=False),
     # -- activations, dropout, identity ------------------------------------------------------------------------
     *[one(f"unary_{op}", (3, 4, 4), op, module) for op, module in _UNARY_TORCH.items()],
+    one("unary_leaky_relu", (3, 4, 4), "leaky_relu", lambda: nn.LeakyReLU(0.2), negative_slope=0.2),
     one("dropout", (3, 4, 4), "dropout", lambda: nn.Dropout(0.3), p=0.3),
     one("softmax_dim1", (4, 3, 3), "softmax", lambda: nn.Softmax(dim=1), dim=1),
     one("softmax_last", (5, 6), "softmax", lambda: nn.Softmax(dim=-1)),
@@ -245,6 +248,10 @@ CASES: list[Case] = [
     one("mean_hw_keepdim", (3, 5, 4), "mean", lambda: Lambda(lambda x: x.mean((2, 3), keepdim=True)), dim=(2, 3),
         keepdim=True),
     one("mean_tokens", (7, 6), "mean", lambda: Lambda(lambda x: x.mean(1)), dim=1),
+    one("sum_radix", (2, 3, 4, 4), "sum", lambda: Lambda(lambda x: x.sum(1)), dim=1),       # ResNeSt's split attention
+    one("sum_hw_keepdim", (3, 5, 4), "sum", lambda: Lambda(lambda x: torch.sum(x, (2, 3), keepdim=True)), dim=(2, 3),
+        keepdim=True),
+    one("expand_hw", (3, 1, 1), "expand", lambda: Lambda(lambda x: x.expand(-1, -1, 4, 5)), shape=(3, 4, 5)),
     one("slice_step", (8, 5), "slice", lambda: Lambda(lambda x: x[:, 1:7:2]), dim=1, start=1, end=7, step=2),
     one("select_class_token", (5, 8), "slice", lambda: Lambda(lambda x: x[:, 0]), dim=1, start=0, select=True),
     one("pad_hw", (3, 5, 4), "pad", lambda: Lambda(lambda x: F.pad(x, (0, 0, 1, 2, 0, 3))), pad=(0, 0, 1, 2, 0, 3)),
@@ -269,6 +276,17 @@ def _swin_attention(dim, window, shift, heads):
     from torchvision.models.swin_transformer import ShiftedWindowAttention
 
     return ShiftedWindowAttention(dim, [window, window], [shift, shift], heads)
+
+
+class _FixedFilter(nn.Module):
+    """A depthwise 3×3 stride-2 filter held in a buffer, as timm's BlurPool2d: no parameters, no weight gradient."""
+
+    def __init__(self, channels: int):
+        super().__init__()
+        self.register_buffer("filt", torch.ones(channels, 1, 3, 3) / 9)
+
+    def forward(self, x):
+        return F.conv2d(x, self.filt, stride=2, groups=self.filt.shape[0])
 
 
 class _ParamHolder(nn.Module):

@@ -20,6 +20,7 @@ its parameters are counted, its arithmetic is not modelled (a warning says so).
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import sys
 from dataclasses import dataclass
@@ -55,13 +56,13 @@ def from_module(module, input_shape, *, name: str | None = None) -> ImportResult
     was_training = module.training
     module.eval()
     try:
-        gm = _trace(module)
+        gm = _trace(module, shape)
         values = _run(gm, module, shape)
     finally:
         module.train(was_training)
     conv = _Converter(gm, module, values, shape, name or type(module).__name__)
     network = conv.convert()
-    return ImportResult(network, tuple(conv.warnings), tuple(conv.unsupported))
+    return ImportResult(network, tuple(conv.warnings), tuple(conv.opaque_calls))
 
 
 # == which torch calls import to which op ==========================================================================
@@ -116,7 +117,27 @@ def import_table(rules: dict[str, OpRule] | None = None) -> ImportTable:
 
 # == tracing ======================================================================================================
 
-def _trace(module):
+def _trace(module, shape=None):
+    """The module's fx graph. Plain symbolic tracing first; where that fails on Python control flow over shapes
+    (``if x.shape[-1] < k``, ``math.ceil(x.size(2) / s)``: timm's same padding, VGG's pre-logits), tracing again with
+    shapes made concrete: every traced value is also computed on shape-only tensors, so shape queries return plain
+    integers and the graph is specialised to this input shape (and ``TRACE_BATCH``), as the analysis is anyway."""
+    try:
+        return _trace_with(module, None)
+    except Exception as e:  # noqa: BLE001 — tracing runs user code; report what failed, where
+        first = e
+    if shape is not None:
+        try:
+            return _trace_with(module, shape)
+        except Exception:  # noqa: BLE001 — the first failure is the one to report
+            pass
+    raise NetworkError(f"torch.fx could not trace the module{_user_frame(first)}: {_short(first)}",
+                       node=type(module).__name__, field="forward") from None
+
+
+def _trace_with(module, shape):
+    """fx tracing; with a per-sample ``shape``, shape queries on traced values are answered concretely."""
+    import torch
     import torch.fx as fx
 
     class Proxy(fx.Proxy):
@@ -132,12 +153,88 @@ def _trace(module):
         def proxy(self, node):
             return Proxy(node, self)
 
-    try:
+    if shape is None:
         tracer = Tracer()
         graph = tracer.trace(module)
-    except Exception as e:  # noqa: BLE001 — tracing runs user code; report what failed, where
-        raise NetworkError(f"torch.fx could not trace the module{_user_frame(e)}: {_short(e)}",
-                           node=type(module).__name__, field="forward") from None
+        return fx.GraphModule(tracer.root, graph)
+
+    def concrete(p):
+        v = p.tracer.values.get(p.node)
+        if not isinstance(v, torch.Tensor):
+            raise TypeError(f"no concrete shape for {p.node.name}")
+        return v
+
+    class ShapeProxy(Proxy):
+        shape = property(lambda self: concrete(self).shape)
+        ndim = property(lambda self: concrete(self).dim())
+
+        def size(self, dim=None):
+            v = concrete(self)
+            return v.size() if dim is None else v.size(dim)
+
+        def dim(self):
+            return concrete(self).dim()
+
+        def __len__(self):
+            return len(concrete(self))
+
+    on_meta = any(p.is_meta for p in module.parameters())
+    if on_meta:
+        mode = None
+    else:
+        from torch._subclasses.fake_tensor import FakeTensorMode
+
+        mode = FakeTensorMode(allow_non_fake_inputs=True)
+
+    class ShapeTracer(Tracer):
+        def __init__(self):
+            super().__init__()
+            self.values: dict = {}
+            self.computing = False
+
+        def proxy(self, node):
+            return ShapeProxy(node, self)
+
+        # while a value is computed, modules run and give their attributes as they are (fx's patches would trace)
+        def call_module(self, m, forward, args, kwargs):
+            return forward(*args, **kwargs) if self.computing else super().call_module(m, forward, args, kwargs)
+
+        def getattr(self, attr, attr_val, parameter_proxy_cache):
+            return attr_val if self.computing else super().getattr(attr, attr_val, parameter_proxy_cache)
+
+        def create_proxy(self, kind, target, args, kwargs, *rest, **kw):
+            p = super().create_proxy(kind, target, args, kwargs, *rest, **kw)
+            self.computing = True
+            try:
+                self.values[p.node] = self.compute(kind, target, args, kwargs)
+            except Exception:  # noqa: BLE001 — unknown value: a shape query on it fails, as plain fx would
+                pass
+            finally:
+                self.computing = False
+            return p
+
+        def compute(self, kind, target, args, kwargs):
+            if kind == "placeholder":
+                if mode is None:
+                    return torch.empty((TRACE_BATCH,) + tuple(shape), device="meta")
+                with mode:
+                    return torch.empty((TRACE_BATCH,) + tuple(shape))
+            if kind == "get_attr":
+                obj = self.root
+                for part in target.split("."):
+                    obj = getattr(obj, part)
+                return obj
+            a, kw = fx.node.map_aggregate((args, kwargs), lambda v: self.values[v.node] if isinstance(v, fx.Proxy)
+                                          else v)
+            with mode if mode is not None else contextlib.nullcontext():
+                if kind == "call_module":
+                    return self.root.get_submodule(target)(*a, **kw)
+                if kind == "call_method":
+                    return getattr(a[0], target)(*a[1:], **kw)
+                return target(*a, **kw)
+
+    tracer = ShapeTracer()
+    graph = tracer.trace(module)
     return fx.GraphModule(tracer.root, graph)
 
 
@@ -211,7 +308,7 @@ class _Converter:
         self.module_calls: dict[str, int] = {}
         self.const_work: list[str] = []     # calls on input-independent values (once per forward, any batch)
         self.warnings: list[str] = []
-        self.unsupported: list[str] = []
+        self.opaque_calls: list[str] = []  # (not `unsupported`: that is the method the importers raise with)
 
     # -- helpers ------------------------------------------------------------------------------------------------
     def unique(self, base: str) -> str:
@@ -411,7 +508,7 @@ class _Converter:
                                node=n.name, field=n.op)
         ins = [self.ir[a] for a in _flatten((n.args, n.kwargs)) if hasattr(a, "op")
                and isinstance(self.ir.get(a), str)]
-        self.unsupported.append(target)
+        self.opaque_calls.append(target)
         self.warnings.append(f"{n.name}: {target} has no cost rule ({why}); its shape comes from PyTorch and its "
                              f"FLOPs are NOT counted")
         return self.emit(n.target if n.op == "call_module" else self.scoped(n), "opaque", ins, shape=tuple(v.shape[1:]),
