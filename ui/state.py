@@ -26,6 +26,7 @@ import streamlit as st
 
 import core
 from core.api import TIMM_PREFIX, estimate
+from core.bridge import timm_models
 from core.choices import DEFAULT_DTYPE, DEFAULT_OPTIMIZER, LAUNCHES, VARIANTS
 from core.devices import DeviceDB, load_devices
 from core.paleo import Estimate
@@ -79,9 +80,13 @@ def init_state(db: DeviceDB | None = None) -> None:
 
 
 def model_options() -> list[str]:
-    """The networks the sidebar's picker offers: the built-ins, a ``timm:`` model opened by name, the edited one."""
+    """The networks the sidebar's picker offers: the built-ins; where timm is installed, its convolutional models that
+    import (read from ``core/timm_models.json``: timm itself loads only when one is chosen) and a ``timm:`` model
+    opened by name; the edited one."""
     current = st.session_state.get(MODEL)
-    timm = [current] if isinstance(current, str) and current.startswith(TIMM_PREFIX) else []
+    listed = [TIMM_PREFIX + n for n in timm_models.names()]
+    timm = listed + ([current] if isinstance(current, str) and current.startswith(TIMM_PREFIX)
+                     and current not in listed else [])
     return core.builtin_names() + timm + ([CUSTOM] if st.session_state.get(CUSTOM_NET) is not None else [])
 
 
@@ -210,6 +215,9 @@ class Selection:
 def _label(name: str) -> str:
     if name == CUSTOM:
         return "custom · your edited network"
+    if name.startswith(TIMM_PREFIX):
+        kind = timm_models.catalog().get(name[len(TIMM_PREFIX):], {}).get("family")
+        return f"timm · {kind + ' · ' if kind else ''}{name[len(TIMM_PREFIX):]}"
     return f"{family(name)} · {name}"
 
 
@@ -221,9 +229,15 @@ def sidebar() -> Selection:
         if st.session_state[MODEL] not in options:
             st.session_state[MODEL] = DEFAULTS[MODEL]
         st.selectbox("Network", options, key=MODEL, format_func=_label,
-                     help="The MNIST pair, then torchvision's classifiers (VGG and ResNet first), and your edited "
+                     help="The MNIST pair, then torchvision's classifiers (VGG and ResNet first), timm's "
+                          "convolutional models (when timm is installed; built without weights), and your edited "
                           "network. Type to search.")
-        net = current_network()
+        try:
+            with st.spinner("Building the network (a timm model takes a few seconds the first time)…"):
+                net = current_network()
+        except core.CalcError as e:         # a timm model that does not import: say why, keep everything else
+            st.error(f"Cannot load this network: {e}. Pick another one.")
+            st.stop()
         st.text_input("Input shape per sample", key=INPUT, placeholder="×".join(map(str, net.inputs[0][1])),
                       help="C×H×W without the batch; empty = the network's own.")
         st.select_slider("Batch size (log scale)", BATCH_STEPS, key=BATCH_LOG, on_change=_batch_from_slider)
