@@ -1112,12 +1112,14 @@ class _Inference:
         self.proc = None
 
     def _start(self):
+        import atexit
         import subprocess
         import sys
 
         code = _HELPER % {"memory": INFERENCE_MEMORY, "batch": PROBE_BATCH}
         self.proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL)
+        atexit.register(self._stop)          # the helper ends with this process
 
     def _stop(self) -> str:
         proc, self.proc = self.proc, None

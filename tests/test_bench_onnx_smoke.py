@@ -50,13 +50,18 @@ def _row(**kw):
 
 def test_markdown_explains_what_differs_and_shows_failures():
     rows = [_row(), _row(model="vgg11", error="export: RuntimeError: out of memory"),
-            _row(model="x", params=10, params_torch=10, params_zoo=10, unused_zoo=0, opaque=["LeakyRelu", "LeakyRelu"])]
+            _row(model="x", params=10, params_torch=10, params_zoo=10, unused_zoo=0, opaque=["LeakyRelu", "LeakyRelu"]),
+            _row(model="vit", params=10, params_torch=10, params_zoo=10, unused_zoo=0, attention_zoo=12,
+                 linear="#1: …", macs=7, macs_zoo=7, macs_torch=9)]
     results = {"rows": rows, "with_weights": [], "summary": bench_onnx.summarize(rows), "versions": "v",
                "seconds": 1.0}
     text = bench_onnx.markdown(results)
-    assert "AuxLogits, 3,326,696 parameters" in text                    # 27,161,264 − 23,834,568
+    # inception_v3: 27,161,264 − 23,834,568 = 3,326,696, the auxiliary classifier's: exact for the weights it uses
+    assert "AuxLogits, 3,326,696 parameters" in text and "| inception_v3 | 3×299×299 | 900 → 300 | exact |" in text
     assert "| vgg11 | 3×299×299 | — | fails [1] |" in text and "1. vgg11: export: RuntimeError" in text
     assert "2 opaque nodes (LeakyRelu)" in text
+    assert "12 attention blocks as one op each" in text and "not compared (1)" in text
+    assert "MACs −2 against FlopCounterMode" in text or "MACs -2 against FlopCounterMode" in text
     s = results["summary"]
-    assert (s["networks"], s["failed"], s["params_torch"], s["params_zoo"], s["no_opaque"], s["exact"]) == \
-        (3, 1, 1, 2, 1, 0)
+    assert (s["networks"], s["failed"], s["params_torch"], s["macs_torch"], s["no_opaque"], s["linear"],
+            s["linear_compared"], s["exact"]) == (4, 1, 3, 2, 2, 2, 2, 1)      # only inception_v3 is exact
