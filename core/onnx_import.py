@@ -1128,6 +1128,11 @@ class _Inference:
         if proc.poll() is None:
             proc.kill()
         code = proc.wait()
+        for pipe in (proc.stdin, proc.stdout):
+            try:
+                pipe.close()
+            except OSError:          # a write that the dead helper never read
+                pass
         return f"signal {-code}" if code < 0 else f"exit code {code}"
 
     def _read(self, n: int, deadline: float) -> bytes:
