@@ -227,3 +227,46 @@ def test_a_copied_link_reopens_the_same_view_in_a_fresh_browser(server):
         page.wait_for_url("**/Roofline?model=resnet50&batch=128**", timeout=20000)
         assert _copied_link(page) == server + "/Roofline?model=resnet50&batch=128&dtype=fp16&device=a100-40gb-sxm"
         browser.close()
+
+
+def test_an_uploaded_onnx_model_shows_its_totals_and_travels_in_a_copied_link(server, tmp_path):
+    """Issue 16's path end to end: a student's own model exported to ONNX, uploaded on the Network page, its counts
+    on the page, and the copied link opening the same network in a fresh browser (the edited network travels packed
+    in the link)."""
+    import torch
+    from torch import nn
+
+    model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                          nn.Linear(32, 10)).eval()
+    path = tmp_path / "student_net.onnx"
+    torch.onnx.export(model, (torch.randn(1, 3, 32, 32),), str(path), dynamo=False, do_constant_folding=False,
+                      training=torch.onnx.TrainingMode.PRESERVE)     # BatchNorm kept as its own node
+    expected = sum(p.numel() for p in model.parameters())
+    # 16·3·9 + 16 = 448; BN 2·16 = 32; 32·16·9 + 32 = 4,640; 32·10 + 10 = 330: 448 + 32 + 4,640 + 330 = 5,450
+    assert expected == 5_450
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+        sender = browser.new_context(viewport={"width": 1500, "height": 1000},
+                                     permissions=["clipboard-read", "clipboard-write"])
+        page = sender.new_page()
+        page.goto(f"{server}/Network", wait_until="networkidle")
+        expect(_params_caption(page)).to_contain_text("1,199,882", timeout=30000)      # the default network first
+        page.locator("[data-testid='stFileUploader'] input[type='file']").first.set_input_files(str(path))
+        expect(page.locator("[data-testid='stAlert']").filter(has_text="Imported student_net.onnx").first) \
+            .to_be_visible(timeout=60000)
+        expect(_params_caption(page)).to_contain_text(f"{expected:,} parameters", timeout=30000)
+        page.wait_for_timeout(1500)
+        link = _copied_link(page)
+        assert "model=custom" in link and "net=" in link
+
+        receiver = browser.new_context(viewport={"width": 1500, "height": 1000})
+        other = receiver.new_page()
+        other.goto(link, wait_until="networkidle")
+        expect(other.locator("h1", has_text="Network")).to_be_visible(timeout=30000)
+        expect(_params_caption(other)).to_contain_text(f"{expected:,} parameters", timeout=30000)
+        assert other.locator("[data-testid='stAlert']").filter(has_text="Link parameter").count() == 0
+        other.locator("[data-testid='stSidebarNav'] a", has_text="Layers").click()     # its totals on Layers too
+        expect(other.locator("[data-testid='stMetric']").filter(has_text="Parameters").first) \
+            .to_contain_text(f"{expected:,}", timeout=30000)
+        browser.close()
