@@ -13,6 +13,7 @@ are those of a training-mode backward pass.
 
 from __future__ import annotations
 
+import dataclasses
 from math import ceil, floor, gcd, log2, prod
 from typing import Any, Callable
 
@@ -1226,7 +1227,21 @@ def _bin_factory(kind: str, torch: str, symbol: str, calls: tuple[str, ...], in_
                   imports=_calls(handler(False), *calls) + _calls(handler(True), *in_place))
 
 
-register(_bin_factory("add", "torch.add", "+", ("operator.add", "torch.add", "add"), ("operator.iadd", "add_")))
+def _addcmul_import(c, n):
+    """torch.addcmul(input, t1, t2, value=v) = input + v·t1·t2 (ConvNeXt-V2's global response norm): a mul (and a
+    scaling when v ≠ 1), then an add."""
+    a, t1, t2 = n.args[0], c.arg(n, 1, "tensor1"), c.arg(n, 2, "tensor2")
+    value = float(c.value(c.arg(n, 3, "value", 1)))
+    rank = c.value(n).dim()
+    base = c.scoped(n)
+    y = c.emit(f"{base}.mul", "mul", [c.ref(t1, rank), c.ref(t2, rank)])
+    if value != 1:
+        y = c.emit(f"{base}.scale", "mul", [y], scalar=value)
+    return c.emit(base, "add", [c.ref(a, rank), y])
+
+
+_ADD = _bin_factory("add", "torch.add", "+", ("operator.add", "torch.add", "add"), ("operator.iadd", "add_"))
+register(dataclasses.replace(_ADD, imports=_ADD.imports + _calls(_addcmul_import, "torch.addcmul")))
 register(_bin_factory("mul", "torch.mul", "*", ("operator.mul", "torch.mul", "mul"), ("operator.imul", "mul_")))
 register(_bin_factory("sub", "torch.sub", "-", ("operator.sub", "torch.sub", "sub"),      # costed as add
                       ("operator.isub", "sub_")))
@@ -1528,6 +1543,57 @@ register(OpRule(
                                     batch * (numel(ctx.x) - numel(ctx.out)))],
     doc="sum over dims (torch.sum)", torch="torch.sum", work=_pool_work, to_torch=_sum_torch,
     imports=_calls(_sum_import, "torch.sum", "sum")))
+
+
+def _norm_p(ctx: Ctx) -> float:
+    p = ctx["p"]
+    if not (p > 0 and p != float("inf")):
+        raise ctx.fail("the norm's order must be a positive finite number", "p", p)
+    return p
+
+
+# ‖x‖_p over dims: per input element |x|^p and an add (p = 2: square and add, 2 FLOPs; other p: abs, power and add,
+# 3), then one root per output. Backward per input element: x·|x|^(p−2)·g/‖x‖^(p−1), counted 2 (p = 2) or 4.
+def _norm_cost(ctx: Ctx) -> Cost:
+    per = 2 if _norm_p(ctx) == 2 else 3
+    return Cost(flops=per * numel(ctx.x) + numel(ctx.out), bwd_input=((2 if per == 2 else 4) * numel(ctx.x),))
+
+
+def _norm_formula(ctx: Ctx, batch: int) -> list[FormulaLine]:
+    per = 2 if _norm_p(ctx) == 2 else 3
+    how = "square, add" if per == 2 else "abs, power, add"
+    return [FormulaLine("FLOPs", f"N·({per}·input + output elements) ({how}; a root per output)",
+                        f"{batch}·({per}·{_n(numel(ctx.x))} + {_n(numel(ctx.out))})",
+                        batch * (per * numel(ctx.x) + numel(ctx.out)))]
+
+
+def _norm_torch(n, xs):
+    dims = tuple(_full_dim(n, d) for d in n.attrs["dim"])
+    return TorchExpr(f"torch.linalg.vector_norm({xs[0]}, ord={n.attrs['p']!r}, dim={dims!r}, "
+                     f"keepdim={n.attrs['keepdim']!r})")
+
+
+def _norm_import(c, n):
+    """x.norm(p, dim, keepdim), torch.norm, torch.linalg.vector_norm(x, ord, dim, keepdim): a vector norm over dims."""
+    vector = "vector_norm" in getattr(n.target, "__name__", "")
+    p = c.value(c.arg(n, 1, "ord" if vector else "p", 2))
+    dim, keepdim = c.value(c.arg(n, 2, "dim")), c.value(c.arg(n, 3, "keepdim", False))
+    p = 2 if p == "fro" else p
+    if isinstance(p, str) or p is None:
+        raise c.unsupported(n, f"a {p!r} norm")
+    if dim is None:
+        raise c.unsupported(n, "a norm over every dim, batch included")
+    dims = tuple(dim) if isinstance(dim, (list, tuple)) else (dim,)
+    return c.emit(c.scoped(n), "norm", [c.ref(n.args[0])], dim=dims, keepdim=bool(keepdim), p=float(p))
+
+
+register(OpRule(
+    "norm", "pool", (Attr("dim", "ints"), Attr("keepdim", "bool", False), Attr("p", "float", 2.0)),
+    lambda ctx: (_norm_p(ctx), _mean_shape(ctx))[1], _norm_cost, _norm_formula,
+    saves=lambda ctx: Saves(inputs=(0,), output=True),
+    doc="vector p-norm over dims (x.norm, torch.linalg.vector_norm)", torch="torch.linalg.vector_norm",
+    work=_pool_work, to_torch=_norm_torch,
+    imports=_calls(_norm_import, "torch.norm", "norm", "torch.linalg.vector_norm")))
 
 
 def _slice_shape(ctx: Ctx):

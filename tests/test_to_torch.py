@@ -242,6 +242,8 @@ _ALL_CASES = [
     one("sum", (3, 4, 5), "sum", dim=(2, -1), keepdim=True),
     one("sum_drop_dims", (2, 3, 4), "sum", dim=(1,)),
     one("expand", (3, 1, 5), "expand", shape=(3, 4, 5)),
+    one("norm", (3, 4, 5), "norm", dim=(2, -1), keepdim=True),
+    one("norm_p3", (3, 4, 5), "norm", dim=(1,), p=3.0),
     one("leaky_relu", (3, 4, 4), "leaky_relu", negative_slope=0.2),
     one("slice", (3, 8, 5), "slice", dim=2, start=1, end=7, step=2),
     one("slice_to_end", (6, 4), "slice", dim=-2, start=-3),

@@ -252,6 +252,10 @@ CASES: list[Case] = [
     one("sum_hw_keepdim", (3, 5, 4), "sum", lambda: Lambda(lambda x: torch.sum(x, (2, 3), keepdim=True)), dim=(2, 3),
         keepdim=True),
     one("expand_hw", (3, 1, 1), "expand", lambda: Lambda(lambda x: x.expand(-1, -1, 4, 5)), shape=(3, 4, 5)),
+    one("norm_hw_keepdim", (3, 5, 4), "norm", lambda: Lambda(lambda x: x.norm(p=2, dim=(2, 3), keepdim=True)),
+        dim=(2, 3), keepdim=True),                                       # ConvNeXt-V2's global response norm
+    one("norm_p1_channels", (3, 5, 4), "norm", lambda: Lambda(lambda x: torch.linalg.vector_norm(x, 1, dim=1)),
+        dim=1, p=1.0),
     one("slice_step", (8, 5), "slice", lambda: Lambda(lambda x: x[:, 1:7:2]), dim=1, start=1, end=7, step=2),
     one("select_class_token", (5, 8), "slice", lambda: Lambda(lambda x: x[:, 0]), dim=1, start=0, select=True),
     one("pad_hw", (3, 5, 4), "pad", lambda: Lambda(lambda x: F.pad(x, (0, 0, 1, 2, 0, 3))), pad=(0, 0, 1, 2, 0, 3)),
