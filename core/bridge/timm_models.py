@@ -30,6 +30,7 @@ import difflib
 import fnmatch
 import importlib.util
 import json
+import threading
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ from ..errors import NetworkError
 
 DATA = Path(__file__).resolve().parent.parent / "timm_models.json"
 PREFIX = "timm:"
+_LOCK = threading.Lock()
 
 CNN_FAMILIES = frozenset({
     "byobnet", "convmixer", "convnext", "cspnet", "cspnext", "densenet", "dla", "dpn", "efficientnet", "fasternet",
@@ -145,7 +147,8 @@ def load_timm(name: str, input_shape: Any = None):
     from ..api import parse_shape
 
     shape = parse_shape(input_shape) if input_shape is not None else None
-    return _load(name.strip() if isinstance(name, str) else name, shape)
+    with _LOCK:      # one build and trace at a time: fx patches torch.nn.Module while it traces
+        return _load(name.strip() if isinstance(name, str) else name, shape)
 
 
 @lru_cache(maxsize=32)
