@@ -269,12 +269,7 @@ PAGES = {"layers": lambda: _page("layers.py"), "devices": lambda: _page("devices
          **{f"lab {n}": (lambda n=n: _lab(n)) for n in range(1, 6)}}
 
 
-# The Network page's layer editor (views/network.py, st.data_editor) still writes "None" in its blank kernel, stride
-# and padding cells: it needs placeholder="" too. That file is not part of this change; remove the mark with the fix.
-EDITOR_NONE = pytest.mark.xfail(strict=True, reason="views/network.py: st.data_editor without placeholder=''")
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=EDITOR_NONE) if n == "network" else n for n in PAGES])
+@pytest.mark.parametrize("name", list(PAGES))
 def test_no_table_shows_none(name):
     """Streamlit writes "None" in every cell without a value unless the table's placeholder says otherwise; every
     table with a missing value must have the empty placeholder (``ui.tables.dataframe``), and no cell may hold the

@@ -81,7 +81,7 @@ if builder.is_chain(net):
     ops = list(builder.BUILD_OPS) + sorted({r["op"] for r in original} - set(builder.BUILD_OPS))
     whole = st.column_config.NumberColumn
     edited = st.data_editor(
-        original, num_rows="dynamic", hide_index=True, width="stretch",
+        original, num_rows="dynamic", hide_index=True, width="stretch", placeholder="",   # blank cell, not "None"
         key=f"layer_editor_{st.session_state.get('editor_round', 0)}_{hash(net)}",
         disabled=builder.SHOWN,
         column_config={
