@@ -1453,6 +1453,10 @@ def _unary(op: str):
     return handler
 
 
+def _leaky_relu(c: _Converter, node, base: str):
+    return c.emit(base, "leaky_relu", [c.act(node.input[0])], negative_slope=float(_attr(node, "alpha", 0.01)))
+
+
 def _gelu(c: _Converter, node, base: str):
     approx = _attr(node, "approximate", "none")
     return c.emit(base, "gelu", [c.act(node.input[0])], approximate=approx if approx in ("none", "tanh") else "none")
@@ -1823,6 +1827,7 @@ HANDLERS = {
     "LayerNormalization": _layer_norm,
     "Relu": _unary("relu"), "Sigmoid": _unary("sigmoid"), "Tanh": _unary("tanh"), "HardSigmoid": _unary("hardsigmoid"),
     "HardSwish": _unary("hardswish"), "Swish": _unary("silu"), "Gelu": _gelu, "Clip": _clip,
+    "LeakyRelu": _leaky_relu,
     "Softmax": _softmax("softmax"), "LogSoftmax": _softmax("log_softmax"),
     "Dropout": _dropout, "Identity": _alias, "Cast": _alias, "CastLike": _alias,
     "Add": _binary("add"), "Sub": _binary("sub"), "Mul": _binary("mul"), "Div": _binary("div"), "Sum": _sum,

@@ -244,7 +244,7 @@ def test_activations_map_to_their_ops():
     ops = [("Relu", {}, "relu", 1), ("Sigmoid", {}, "sigmoid", 4), ("Tanh", {}, "tanh", 5),
            ("HardSigmoid", {"alpha": 1 / 6}, "hardsigmoid", 4), ("HardSwish", {}, "hardswish", 5),
            ("Softmax", {"axis": 1}, "softmax", 5), ("Gelu", {}, "gelu", 8),
-           ("LogSoftmax", {"axis": -1}, "log_softmax", 5)]
+           ("LogSoftmax", {"axis": -1}, "log_softmax", 5), ("LeakyRelu", {"alpha": 0.2}, "leaky_relu", 2)]
     nodes, prev = [], "x"
     for i, (op, attrs, _, _) in enumerate(ops):
         nodes.append(h.make_node(op, [prev], [f"a{i}"], **attrs))
@@ -253,8 +253,10 @@ def test_activations_map_to_their_ops():
     bounds = [const("lo", 0.0, np.float32), const("hi", 6.0, np.float32)]
     r, res = run(onnx_bytes(nodes, [vi("x", [1, 6])], inits=bounds, opset=20))
     assert [l.op for l in r.layers] == [o for _, _, o, _ in ops] + ["relu6"]
-    # FLOPs per element: 1 + 4 + 5 + 4 + 5 + 5 + 8 + 5 + relu6 2 = 39, over 6 elements
-    assert r.totals["flops"] == 6 * (sum(f for *_, f in ops) + 2) == 6 * 39
+    # FLOPs per element: 1 + 4 + 5 + 4 + 5 + 5 + 8 + 5 + leaky 2 + relu6 2 = 41, over 6 elements
+    assert r.totals["flops"] == 6 * (sum(f for *_, f in ops) + 2) == 6 * 41
+    leaky = next(n for n in res.network.nodes if n.op == "leaky_relu")
+    assert dict(leaky.attrs)["negative_slope"] == 0.2                    # ONNX's alpha is the slope
     assert res.unsupported == ()
 
 
@@ -272,13 +274,13 @@ def test_decomposed_silu_hardswish_and_gelu_are_one_op_each():
 
 
 def test_an_op_without_a_rule_is_opaque_and_said():
-    data = onnx_bytes([h.make_node("Conv", ["x", "W"], ["c"]), h.make_node("LeakyRelu", ["c"], ["y"], name="lrelu")],
+    data = onnx_bytes([h.make_node("Conv", ["x", "W"], ["c"]), h.make_node("Softplus", ["c"], ["y"], name="soft")],
                       [X], inits=[zeros("W", 4, 3, 3, 3)])
     r, res = run(data)
     op = one(r, "opaque")
     assert op.output_shape == (1, 4, 6, 6) and op.flops == 0    # ONNX's shape; its FLOPs are not counted
-    assert res.unsupported == ("LeakyRelu",)
-    assert any("lrelu" in w and "LeakyRelu" in w and "NOT counted" in w for w in res.warnings)
+    assert res.unsupported == ("Softplus",)
+    assert any("soft" in w and "Softplus" in w and "NOT counted" in w for w in res.warnings)
     assert r.totals["macs"] == 4 * 6 * 6 * 3 * 3 * 3             # the conv is still counted
 
 
