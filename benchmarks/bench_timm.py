@@ -132,7 +132,17 @@ def write_data(results: dict, path: Path = timm_models.DATA) -> None:
         models[r["name"]] = entry
     doc = {"about": "timm's convolutional models (core.bridge.timm_models' rule) and how each imports; written by "
                     "benchmarks/bench_timm.py", "timm": results["timm"], "models": models}
-    path.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n", encoding="utf-8")
+    path.write_text(dump(doc), encoding="utf-8")
+
+
+def dump(doc: dict) -> str:
+    """The data file's text: one line per model (a diff of a re-run shows which models changed)."""
+    head = {k: v for k, v in doc.items() if k != "models"}
+    lines = [json.dumps(head)[:-1] + ', "models": {']
+    models = list(doc["models"].items())
+    lines += [f"  {json.dumps(n)}: {json.dumps(m)}" + ("," if i < len(models) - 1 else "")
+              for i, (n, m) in enumerate(models)]
+    return "\n".join(lines) + "\n}}\n"
 
 
 def _deltas(r: dict) -> str:

@@ -40,3 +40,13 @@ def test_markdown_lists_every_model_that_is_not_exact():
     assert "| b | fails | x \\| y |" in text
     assert "| c | opaque | no cost rule for `nn.Foo`; params and MACs equal |" in text
     assert "| f | 2 | 1 | 0 | 0 | 1 | 50.0% |" in text
+
+
+def test_the_data_file_is_what_dump_writes():
+    """core/timm_models.json is in the writer's one-line-per-model form and reads back to the same document."""
+    import json
+
+    text = bench_timm.timm_models.DATA.read_text(encoding="utf-8")
+    doc = json.loads(text)
+    assert bench_timm.dump(doc) == text
+    assert len(text.splitlines()) == len(doc["models"]) + 2
