@@ -56,3 +56,18 @@ def test_a_timm_model_that_does_not_import_is_a_message():
         pytest.skip("every catalogued timm model imports")
     at = _layers(model="timm:" + failing[0])
     assert any("Cannot load this network" in e.value for e in at.error), [e.value for e in at.error]
+
+
+@pytest.mark.app
+def test_a_timm_model_at_another_input_shape_is_traced_at_that_shape():
+    # the sidebar's shape goes to load_timm, so the network is the one timm builds for that size: ResNet-18 at
+    # 3×128×128 ends its last stage at 512×4×4 (128 / 32 = 4), where the default 224 gives 7×7
+    from core.bridge.timm_models import load_timm
+
+    at = _layers(model="timm:resnet18", input_shape="3x128x128")
+    traced = load_timm("resnet18", (3, 128, 128))
+    assert traced.inputs[0][1] == (3, 128, 128)
+    shown = next(m.value for m in at.metric if m.label.lower().startswith("forward gmacs"))
+    import core
+
+    assert shown == f"{core.analyze(traced).totals['macs'] / 1e9:,.3f}"

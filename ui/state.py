@@ -145,6 +145,10 @@ def choose_model(name: str) -> None:
 def current_network() -> core.Network:
     if st.session_state[MODEL] == CUSTOM and st.session_state.get(CUSTOM_NET) is not None:
         return st.session_state[CUSTOM_NET]
+    if st.session_state[MODEL].startswith(TIMM_PREFIX):
+        # a timm model is traced at the sidebar's input shape (its forward may branch on sizes, so the network
+        # traced at its default size is not re-propagated to another one); cached per name and shape
+        return core.load_network(st.session_state[MODEL], st.session_state.get(INPUT, "").strip() or None)
     return core.load_network(st.session_state[MODEL])
 
 
