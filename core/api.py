@@ -97,11 +97,13 @@ def load_network(model: Any, input_shape: Any = None) -> Network:
     if isinstance(model, str) and _PY_CLASS.match(model):
         return _load_python_class(model, input_shape)
     if isinstance(model, str) and model.startswith(TIMM_PREFIX):
-        from .bridge.timm_models import load_timm        # imports torch and timm: only when a timm model is asked
+        # imports torch and timm: only when a timm model is asked
+        from .bridge.timm_models import load_timm
 
         return load_timm(model[len(TIMM_PREFIX):], input_shape)
     if isinstance(model, str) and model.lower().endswith(".onnx"):
-        from .onnx_import import load_onnx               # the onnx package only: nothing is executed
+        # the onnx package only: nothing is executed
+        from .onnx_import import load_onnx
 
         return load_onnx(model, input_shape)
     if isinstance(model, str):
