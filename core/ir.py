@@ -53,6 +53,18 @@ def _thaw(value: Any) -> Any:
     return value
 
 
+
+def unique_name(base: str, taken: set[str]) -> str:
+    """``base``, or ``base_1``, ``base_2``, … : the first not in ``taken``, which it joins (importers name nodes
+    after their source's names, which may repeat)."""
+    name, i = base, 0
+    while name in taken:
+        i += 1
+        name = f"{base}_{i}"
+    taken.add(name)
+    return name
+
+
 @dataclass(frozen=True)
 class Node:
     """One operation: ``op`` names a registered rule (``core.ops``), ``attrs`` its attributes, ``inputs`` the names of

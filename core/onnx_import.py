@@ -38,7 +38,7 @@ from typing import Any
 from .bridge.fx_import import ImportResult
 from .errors import NetworkError
 from .graph import compile_network
-from .ir import Network, Node
+from .ir import Network, Node, unique_name
 from .registry import MAX_DIM, Ctx, get_rule, shown, validate_attrs
 
 # protobuf cannot parse a message of 2 GiB or more, so no single-file ONNX model is larger: one that is keeps its
@@ -473,12 +473,7 @@ class _Converter:
         return node.op_type.lower()
 
     def unique(self, base: str) -> str:
-        name, i = base, 0
-        while name in self.names:
-            i += 1
-            name = f"{base}_{i}"
-        self.names.add(name)
-        return name
+        return unique_name(base, self.names)
 
     def emit(self, base: str, op: str, inputs, **attrs) -> str:
         """Append an IR node and compute its per-sample shape with its rule (a rule that refuses it raises
@@ -1253,13 +1248,22 @@ def _need_nchw(c: _Converter, t: str) -> str:
 
 # == handlers: one ONNX op each ===================================================================================
 
-def _conv(c: _Converter, node, base: str):
+def _conv_operands(c: _Converter, node, base: str, what: str):
+    """A (transposed) convolution's input, weight, optional bias and group, each checked."""
     _inputs(node, base, "X", "W")
     x = _need_nchw(c, node.input[0])
     w = c.weight(node.input[1], "weight")
     b = c.weight(node.input[2], "bias") if len(node.input) > 2 and node.input[2] else None
     if len(w.shape) != 4:
-        raise _Unsupported(f"a {len(w.shape) - 2}-d convolution (the IR has 2-d)")
+        raise _Unsupported(f"a {len(w.shape) - 2}-d {what} (the IR has 2-d)")
+    group = _attr(node, "group", 1)
+    if not isinstance(group, int) or group < 1:
+        raise NetworkError("must be a positive integer", node=node.name or base, field="group", value=group)
+    return x, w, b, group
+
+
+def _conv(c: _Converter, node, base: str):
+    x, w, b, group = _conv_operands(c, node, base, "convolution")
     kernel = tuple(w.shape[2:])
     given = _attr(node, "kernel_shape", None)
     if given is not None and tuple(given) != kernel:
@@ -1267,9 +1271,6 @@ def _conv(c: _Converter, node, base: str):
                            field="kernel_shape", value=list(given))
     strides = _ints(node, "strides", 2, 1, 1)
     dilations = _ints(node, "dilations", 2, 1, 1)
-    group = _attr(node, "group", 1)
-    if not isinstance(group, int) or group < 1:
-        raise NetworkError("must be a positive integer", node=node.name or base, field="group", value=group)
     channels = c.full(node.input[0])[1]
     if channels % group or w.shape[1] * group != channels:
         raise NetworkError(f"the weight {list(w.shape)} with group {group} takes {w.shape[1] * group} input "
@@ -1288,15 +1289,7 @@ def _conv(c: _Converter, node, base: str):
 
 
 def _conv_transpose(c: _Converter, node, base: str):
-    _inputs(node, base, "X", "W")
-    x = _need_nchw(c, node.input[0])
-    w = c.weight(node.input[1], "weight")
-    b = c.weight(node.input[2], "bias") if len(node.input) > 2 and node.input[2] else None
-    if len(w.shape) != 4:
-        raise _Unsupported(f"a {len(w.shape) - 2}-d transposed convolution (the IR has 2-d)")
-    group = _attr(node, "group", 1)
-    if not isinstance(group, int) or group < 1:
-        raise NetworkError("must be a positive integer", node=node.name or base, field="group", value=group)
+    x, w, b, group = _conv_operands(c, node, base, "transposed convolution")
     kernel = tuple(w.shape[2:])
     channels = c.full(node.input[0])[1]
     if w.shape[0] != channels or channels % group:

@@ -1496,42 +1496,34 @@ def _full_dim(n, dim: int) -> int:
     return dim + len(n.in_shapes[0]) + 1 if dim < 0 else dim
 
 
-def _mean_torch(n, xs):
-    dims = tuple(_full_dim(n, d) for d in n.attrs["dim"])
-    keep = ", keepdim=True" if n.attrs["keepdim"] else ""
-    return TorchExpr(f"{xs[0]}.mean(dim={dims!r}{keep})")
+def _reduce_torch(method: str):
+    """``x.mean(dim=…)`` / ``x.sum(dim=…)`` with the IR's per-sample dims shifted past the batch."""
+    def to_torch(n, xs):
+        dims = tuple(_full_dim(n, d) for d in n.attrs["dim"])
+        keep = ", keepdim=True" if n.attrs["keepdim"] else ""
+        return TorchExpr(f"{xs[0]}.{method}(dim={dims!r}{keep})")
+    return to_torch
 
 
-def _mean_import(c, n):
-    dim = c.value(c.arg(n, 1, "dim"))
-    if dim is None:
-        raise c.unsupported(n, "a mean over every dim, batch included")
-    dims = tuple(dim) if isinstance(dim, (list, tuple)) else (dim,)
-    return c.emit(c.scoped(n), "mean", [c.ref(n.args[0])], dim=dims,
-                  keepdim=bool(c.value(c.arg(n, 2, "keepdim", False))))
+def _reduce_import(op: str):
+    """``torch.mean`` / ``torch.sum`` (and the methods) over given dims; over every dim, batch included, is not a
+    per-sample op."""
+    def importer(c, n):
+        dim = c.value(c.arg(n, 1, "dim"))
+        if dim is None:
+            raise c.unsupported(n, f"a {op} over every dim, batch included")
+        dims = tuple(dim) if isinstance(dim, (list, tuple)) else (dim,)
+        return c.emit(c.scoped(n), op, [c.ref(n.args[0])], dim=dims,
+                      keepdim=bool(c.value(c.arg(n, 2, "keepdim", False))))
+    return importer
 
 
 register(OpRule(
     "mean", "pool", (Attr("dim", "ints"), Attr("keepdim", "bool", False)), _mean_shape,
     lambda ctx: Cost(flops=numel(ctx.x), bwd_input=(numel(ctx.x),)),     # one add per input (+ the divide)
     lambda ctx, batch: [_mul_formula("FLOPs", ["N", "input elements"], [batch, numel(ctx.x)], 1, "1 (add; divide)")],
-    doc="mean over dims (torch.mean)", torch="torch.mean", work=_pool_work, to_torch=_mean_torch,
-    imports=_calls(_mean_import, "torch.mean", "mean")))
-
-
-def _sum_torch(n, xs):
-    dims = tuple(_full_dim(n, d) for d in n.attrs["dim"])
-    keep = ", keepdim=True" if n.attrs["keepdim"] else ""
-    return TorchExpr(f"{xs[0]}.sum(dim={dims!r}{keep})")
-
-
-def _sum_import(c, n):
-    dim = c.value(c.arg(n, 1, "dim"))
-    if dim is None:
-        raise c.unsupported(n, "a sum over every dim, batch included")
-    dims = tuple(dim) if isinstance(dim, (list, tuple)) else (dim,)
-    return c.emit(c.scoped(n), "sum", [c.ref(n.args[0])], dim=dims,
-                  keepdim=bool(c.value(c.arg(n, 2, "keepdim", False))))
+    doc="mean over dims (torch.mean)", torch="torch.mean", work=_pool_work, to_torch=_reduce_torch("mean"),
+    imports=_calls(_reduce_import("mean"), "torch.mean", "mean")))
 
 
 # a sum of k numbers is k − 1 adds: input elements − output elements; its gradient is a broadcast copy
@@ -1541,8 +1533,8 @@ register(OpRule(
     lambda ctx, batch: [FormulaLine("FLOPs", "N·(input − output elements) (adds)",
                                     f"{batch}·({_n(numel(ctx.x))} − {_n(numel(ctx.out))})",
                                     batch * (numel(ctx.x) - numel(ctx.out)))],
-    doc="sum over dims (torch.sum)", torch="torch.sum", work=_pool_work, to_torch=_sum_torch,
-    imports=_calls(_sum_import, "torch.sum", "sum")))
+    doc="sum over dims (torch.sum)", torch="torch.sum", work=_pool_work, to_torch=_reduce_torch("sum"),
+    imports=_calls(_reduce_import("sum"), "torch.sum", "sum")))
 
 
 def _norm_p(ctx: Ctx) -> float:

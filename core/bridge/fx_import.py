@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 
 from ..errors import NetworkError
 from ..graph import compile_network
-from ..ir import Network, Node
+from ..ir import Network, Node, unique_name
 from ..registry import REGISTRY, OpRule
 
 TRACE_BATCH = 2        # the batch used while tracing; dim 0 of every activation must be this
@@ -312,12 +312,7 @@ class _Converter:
 
     # -- helpers ------------------------------------------------------------------------------------------------
     def unique(self, base: str) -> str:
-        name, i = base, 0
-        while name in self.names:
-            i += 1
-            name = f"{base}_{i}"
-        self.names.add(name)
-        return name
+        return unique_name(base, self.names)
 
     def scoped(self, n) -> str:
         """A readable name for a function or method call: the module it runs in, then the call
