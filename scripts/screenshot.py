@@ -14,7 +14,9 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background
         "--disable-component-update", "--disable-sync"]
 PAGES = [("", "layers"), ("Roofline", "roofline"), ("Estimates", "estimates"), ("Devices", "devices"),
          ("Network", "network"), ("Benchmark", "benchmark"), ("Compare", "compare"),
-         *((f"Course_labs?lab={i}", f"lab{i}") for i in range(1, 6))]
+         *((f"Course_labs?lab={i}", f"lab{i}") for i in range(1, 6)),
+         # a link as a teacher would send it: a timm model (built without weights), batch, precision and device
+         ("Estimates?model=timm:resnet50d&batch=64&dtype=fp16&device=a100-40gb-sxm", "link_timm")]
 
 
 def shoot(url: str, out_dir: str, width: int = 1500, height: int = 1000) -> list[Path]:
