@@ -165,6 +165,16 @@ DEVICE_FIELDS: tuple[FieldSpec, ...] = (
               rule=_each(OP_CLASSES, {"type": "number", "minimum": EFFICIENCY_MIN, "maximum": 1}), default={}),
     FieldSpec("layer_overhead", dict, "class of work → seconds each layer call costs on top of its work (calibrated "
               "devices)", rule=_each(OP_CLASSES, {"type": "number", "minimum": 0, "maximum": 1}), default={}),
+    # the backward pass and the optimizer step on a calibrated CPU (core.bridge.calibrate): autograd's kernels and
+    # per-node cost differ from the forward's; absent (older files, GPUs), the backward uses the forward's figures
+    FieldSpec("backward_efficiency", dict, "class of work → fraction of the peak its backward pass reaches "
+              "(calibrated CPUs)", rule=_each(OP_CLASSES, {"type": "number", "minimum": EFFICIENCY_MIN, "maximum": 1}),
+              default={}),
+    FieldSpec("backward_overhead", dict, "class of work → seconds each layer's backward (autograd node) costs on "
+              "top of its work (calibrated CPUs)", rule=_each(OP_CLASSES, {"type": "number", "minimum": 0,
+                                                                           "maximum": 1}), default={}),
+    FieldSpec("update_overhead", float, "seconds the optimizer step costs per parameter tensor on top of its bytes "
+              "(calibrated CPUs: torch.optim's per-parameter loop)", rule={"minimum": 0, "maximum": 1}, default=None),
     # a Linux CPU's malloc (glibc): bytes a forward pass writes to fresh pages (core.cpu_heap replays its
     # allocations) run at alloc_bandwidth, the page-fault rate
     FieldSpec("alloc_threshold", float, "the allocator's largest mmap threshold, bytes (glibc: 32 MiB on 64-bit)",

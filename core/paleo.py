@@ -117,6 +117,17 @@ def _layer_work(n: NodeInfo, fused: bool) -> LayerWork:
     return LayerWork(n, n.rule.work_class(n.ctx), replace(fwd, calls=_runs(n, fwd)), replace(bwd, calls=_runs(n, bwd)))
 
 
+def param_tensors(n: NodeInfo) -> int:
+    """The trainable parameter tensors of a node, as ``module.parameters()`` lists them: none without trainable
+    parameters; a normalization's weight and bias (``affine``/``elementwise_affine``); else a weight, and a bias
+    where the op has one (conv, linear)."""
+    if not n.params.trainable:
+        return 0
+    if n.attrs.get("affine") or n.attrs.get("elementwise_affine"):
+        return 2
+    return 1 + bool(n.attrs.get("bias"))
+
+
 def _by_class(layers, which: str) -> dict:
     out: dict[str, PassWork] = {}
     for lw in layers:
@@ -175,6 +186,7 @@ class Work:
     tiles: int = 0               # GEMM output tiles of a conv or linear layer (the predicted variant's wave term)
     backward: bool = False       # a backward-pass work (the predicted variant's backward efficiency)
     weight_grad: bool = False    # the weight-gradient part of a backward GEMM (predicted: its own efficiency)
+    update: bool = False         # the optimizer step: ``calls`` are parameter tensors (a calibrated CPU's cost each)
 
 
 @dataclass(frozen=True)
@@ -189,9 +201,21 @@ class Term:
     applies: Callable[[Device], bool]
 
 
+def _efficiency(d: Device, backward: bool) -> dict:
+    """The device's efficiencies for a pass: a calibrated CPU's backward ones where it has them (autograd's
+    backward kernels are not the forward's: depthwise and pooling backward run far slower), else the forward's."""
+    return d.backward_efficiency if backward and d.backward_efficiency else d.efficiency
+
+
+def _overheads(d: Device, backward: bool) -> dict:
+    """The device's per-call overheads for a pass: a calibrated CPU's per autograd node in backward where it has
+    them, else the forward's per layer call."""
+    return d.backward_overhead if backward and d.backward_overhead else d.layer_overhead
+
+
 def _compute_s(w: Work, e: "Estimate") -> float:
-    """FLOPs at the peak × PPP × the device's calibrated efficiency for the class of work (1 if none)."""
-    return w.flops / (e.peak * e.ppp * _figure(e.device.efficiency, w.work_class, 1.0))
+    """FLOPs at the peak × PPP × the device's calibrated efficiency for the class of work and pass (1 if none)."""
+    return w.flops / (e.peak * e.ppp * _figure(_efficiency(e.device, w.backward), w.work_class, 1.0))
 
 
 def _memory_s(w: Work, e: "Estimate") -> float:
@@ -206,8 +230,13 @@ def _fresh_pages_s(w: Work, e: "Estimate") -> float:
 
 
 def _overhead_s(w: Work, e: "Estimate") -> float:
-    """The fixed cost of calling a layer (dispatch, allocation, library setup), per call, by class of work."""
-    return w.calls * _figure(e.device.layer_overhead, w.work_class, 0.0) if w.calls else 0.0
+    """The fixed cost of calling a layer (dispatch, allocation, library setup), per call, by class of work and
+    pass; for the optimizer step, per parameter tensor (a calibrated CPU's ``update_overhead``)."""
+    if not w.calls:
+        return 0.0
+    if w.update:
+        return w.calls * (e.device.update_overhead or 0.0)
+    return w.calls * _figure(_overheads(e.device, w.backward), w.work_class, 0.0)
 
 
 TERMS = (
@@ -215,7 +244,8 @@ TERMS = (
     Term("memory", "memory", _memory_s, lambda d: True),
     # a Linux CPU's runtime (glibc malloc): calibrate stores its largest mmap threshold and page-fault rate
     Term("fresh_pages", "memory", _fresh_pages_s, lambda d: bool(d.alloc_threshold and d.alloc_bandwidth)),
-    Term("overhead", "serial", _overhead_s, lambda d: bool(d.layer_overhead)),
+    Term("overhead", "serial", _overhead_s,
+         lambda d: bool(d.layer_overhead or d.backward_overhead or d.update_overhead)),
 )
 
 
@@ -549,10 +579,11 @@ class Estimate:
         or a network whose work is beyond a float, can."""
         d = self.device
         if term == "compute":
-            eff = _figure(d.efficiency, w.work_class, 1.0)
+            eff = _figure(_efficiency(d, w.backward), w.work_class, 1.0)
             field, value = f"peak_flops.{self.precision.compute}", self.peak
             if eff != 1.0 and isfinite(w.flops / (self.peak * self.ppp)):     # the efficiency is what is off
-                field, value = f"efficiency.{w.work_class}", eff
+                name = "backward_efficiency" if w.backward and d.backward_efficiency else "efficiency"
+                field, value = f"{name}.{w.work_class}", eff
             why = f"{_g(w.flops)} FLOPs at a peak of {_g(self.peak)} FLOP/s × PPP {self.ppp:g} × efficiency {eff!r}"
         elif term == "memory":
             field, value = "memory_bandwidth", self.bandwidth
@@ -560,7 +591,9 @@ class Estimate:
         elif term == "fresh_pages":
             field, value, why = "alloc_bandwidth", d.alloc_bandwidth, f"{_g(w.fresh_bytes)} bytes to fresh pages"
         elif term == "overhead":
-            field, value, why = "layer_overhead", d.layer_overhead, f"{w.calls} layer calls"
+            field = ("update_overhead" if w.update else "backward_overhead" if w.backward and d.backward_overhead
+                     else "layer_overhead")
+            value, why = getattr(d, field), f"{w.calls} {'parameter tensors' if w.update else 'layer calls'}"
         else:
             field, value, why = "model", self.report.name, f"{_g(w.flops)} FLOPs and {_g(w.bytes)} bytes"
         error = NetworkError if field == "model" else DeviceError
@@ -568,10 +601,11 @@ class Estimate:
                     node=d.id, field=field, value=value)
 
 
-    def _at_batch(self, pw: PassWork, work_class: str | None, flops: float, fresh: int = 0) -> Work:
+    def _at_batch(self, pw: PassWork, work_class: str | None, flops: float, fresh: int = 0,
+                  backward: bool = False) -> Work:
         n, p = self.report.batch_size, self.precision
         return Work(work_class, flops, (pw.act * p.activation + pw.xbytes) * n + pw.weights * p.weight, fresh,
-                    pw.calls)
+                    pw.calls, backward=backward)
 
     def _flops(self, lw: LayerWork, per_sample: int) -> float:
         """FLOPs at this batch with the chosen conv algorithm (backward convs change by the forward's factor)."""
@@ -600,9 +634,32 @@ class Estimate:
             return "winograd" if gpu_model.uses_winograd(info, self.precision.compute) else "direct"
         return _conv_choice(info, self.conv_algorithm, self.report.batch_size)[0]
 
+    @cached_property
+    def backward_fresh_bytes(self) -> tuple[int, ...]:
+        """Per node, the backward pass's bytes written to fresh pages, on a calibrated Linux CPU that has backward
+        figures (``backward_efficiency``; one calibrated before them keeps its estimates): after
+        ``zero_grad(set_to_none=True)`` every gradient is a new tensor, and each of at least ``alloc_threshold``
+        bytes is ``mmap``-ed by glibc, so all its bytes are fresh — each input gradient the node computes, and its
+        weight gradient (its trainable parameters as one block: the bias beside the weight is small). Smaller
+        blocks are taken as reused heap memory (``core.cpu_heap`` replays the forward pass only)."""
+        d = self.device
+        if not (self._has("fresh_pages") and d.backward_efficiency):
+            return (0,) * len(self.work.layers)
+        n, p, limit = self.report.batch_size, self.precision, d.alloc_threshold
+        out = []
+        for lw in self.work.layers:
+            node, fresh = lw.node, 0
+            if node.needs_grad and node.moves_data:
+                blocks = [numel(sh) * n * p.activation for sh, g in zip(node.in_shapes, node.grad_in) if g]
+                blocks.append(node.params.trainable * p.weight)
+                fresh = sum(b for b in blocks if b >= limit)
+            out.append(fresh)
+        return tuple(out)
+
     def _layer_works(self, which: str) -> list[Work]:
-        fresh = self.fresh_bytes if which == "forward" else (0,) * len(self.work.layers)
-        works = [self._at_batch(getattr(lw, which), lw.work_class, self._flops(lw, getattr(lw, which).flops), f)
+        fresh = self.fresh_bytes if which == "forward" else self.backward_fresh_bytes
+        works = [self._at_batch(getattr(lw, which), lw.work_class, self._flops(lw, getattr(lw, which).flops), f,
+                                which == "backward")
                  for lw, f in zip(self.work.layers, fresh)]
         if self.variant == "predicted":
             return [w for parts in self._layer_parts(which, works) for w in parts]
@@ -649,11 +706,12 @@ class Estimate:
         else:
             dev, n = self.device, self.report.batch_size
             by_class = self.work.forward_by_class if which == "forward" else self.work.backward_by_class
-            if dev.efficiency or dev.layer_overhead:
+            back = which == "backward"
+            if _efficiency(dev, back) or _overheads(dev, back):
                 group: dict[str, str | None] = {}      # class of work → the class that stands for its figures
                 seen: dict[tuple, str] = {}
                 for c in by_class:
-                    key = (_figure(dev.efficiency, c, 1.0), _figure(dev.layer_overhead, c, 0.0))
+                    key = (_figure(_efficiency(dev, back), c, 1.0), _figure(_overheads(dev, back), c, 0.0))
                     group[c] = seen.setdefault(key, c)
                 merged: dict[str | None, PassWork] = {}
                 for c, pw in by_class.items():
@@ -667,10 +725,10 @@ class Estimate:
                 flops = dict.fromkeys(merged, 0)
                 for lw in self.work.layers:
                     flops[group[lw.work_class]] += self._flops(lw, getattr(lw, which).flops)
-            if which == "forward" and self._has("fresh_pages"):
-                for lw, f in zip(self.work.layers, self.fresh_bytes):
+            if self._has("fresh_pages"):
+                for lw, f in zip(self.work.layers, self.backward_fresh_bytes if back else self.fresh_bytes):
                     fresh[group[lw.work_class]] += f
-            works = [self._at_batch(pw, c, flops[c], fresh[c]) for c, pw in merged.items()]
+            works = [self._at_batch(pw, c, flops[c], fresh[c], back) for c, pw in merged.items()]
         return sum((self.time(w) for w in works), PassTime())
 
     @cached_property
@@ -694,6 +752,10 @@ class Estimate:
                               + (opt.state_accesses * p.state if opt.states else 0))
         # the predicted variant: one kernel call per layer that holds trainable parameters (eager per-parameter loop)
         calls = sum(1 for lw in self.work.layers if lw.node.params.trainable) if self.variant == "predicted" else 0
+        if self.variant != "predicted" and self.device.update_overhead:
+            # a calibrated CPU: torch.optim's per-parameter loop pays a fixed cost per parameter tensor
+            return Work(None, opt.update_flops * trainable, nbytes,
+                        calls=sum(param_tensors(lw.node) for lw in self.work.layers), update=True)
         return Work(None, opt.update_flops * trainable, nbytes, calls=calls)
 
     @cached_property

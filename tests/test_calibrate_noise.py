@@ -7,6 +7,10 @@ The fake machine is a device with known figures (fp32 peak 1e11 FLOP/s, bandwidt
 ``core.paleo`` times a pattern. QUIET = (1.00, 1.00, 1.00, 1.01, 1.02): median 1.00, lowest decile 1.00 (the
 0.1 × 4 = 0.4th order statistic, between 1.00 and 1.00), spread (p75 − p25) ÷ median = (1.01 − 1.00) ÷ 1.00 = 1 %.
 NOISY = (1.0, 1.2, 1.5, 2.0, 2.5): spread (2.0 − 1.2) ÷ 1.5 = 53.3 %.
+
+Its backward (a CPU's): a backward call costs autograd's start (START, 15 µs) plus BACKWARD_OVERHEAD (20 µs) per
+node plus its work at the BACKWARD_EFFICIENCY of its class; an optimizer step costs UPDATE_OVERHEAD (5 µs) per
+parameter tensor plus 20 bytes per element (SGD with momentum) at the bandwidth.
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ NOISY = (1.0, 1.2, 1.5, 2.0, 2.5)
 PEAK, BANDWIDTH, FAULTS = 1e11, 1e10, 2e9
 EFFICIENCY = {"conv": 0.5, "grouped_conv": 0.05, "linear": 0.4, "pool": 0.01, "elementwise": 0.2}
 OVERHEAD = 10e-6
+BACKWARD_EFFICIENCY = {"conv": 0.3, "grouped_conv": 0.01, "linear": 0.35, "pool": 0.002, "elementwise": 0.1}
+START, BACKWARD_OVERHEAD, UPDATE_OVERHEAD = 15e-6, 20e-6, 5e-6
 
 
 # == statistics ===================================================================================================
@@ -129,8 +135,12 @@ class Fake:
     linux_cpu: bool = True
     threads: int = 2
 
+    backward_overhead: dict = dataclasses.field(default_factory=dict)
+    update_overhead: float = UPDATE_OVERHEAD
+
     def __post_init__(self):
         self.calls: dict = {}
+        self.backward_calls: dict = {}
 
     def _runs(self, t: float, pattern=QUIET) -> list:
         return [t * f for f in pattern]
@@ -161,6 +171,23 @@ class Fake:
         t = tot["forward_compute_s"] / self.eff[cls] + tot["forward_memory_s"] + self.overhead.get(cls, OVERHEAD)
         noisy = cls in self.noisy and (self.noisy_for is None or self.calls[key] <= self.noisy_for)
         return self._runs(t, NOISY if noisy else QUIET), [0] * 5
+
+    def time_backward(self, network, batch, attrs, budget, chain=1):
+        cls = _class_of(network, attrs)
+        key = (cls, network.name, network.inputs[0][1], batch, chain)
+        self.backward_calls[key] = self.backward_calls.get(key, 0) + 1
+        per_node = self.backward_overhead.get(cls, BACKWARD_OVERHEAD)
+        if network.inputs[0][1][-1] == 4 and batch == 1:                  # a tiny layer: the fixed costs only
+            return self._runs(START + chain * per_node), [0] * 5
+        # the engine's backward work of the layer with its input gradient on (as inside a network)
+        node = compile_network(network).nodes[0]
+        node = dataclasses.replace(node, grad_in=(True,), needs_grad=True)
+        nbytes = (node.bwd_act_elems * 4 + node.bwd_extra_bytes) * batch + node.bwd_weight_elems * 4
+        t = node.bwd_flops * batch / PEAK / BACKWARD_EFFICIENCY[cls] + nbytes / BANDWIDTH + START + per_node
+        return self._runs(t), [0] * 5
+
+    def optimizer_step(self, tensors, numel, budget):
+        return self._runs(tensors * self.update_overhead + tensors * numel * 20 / BANDWIDTH)
 
     def time_network(self, network, batch, budget):
         t = Estimate(Report(compile_network(network), batch, "fp32"), _truth(eff=self.eff)).totals["forward_s"]
@@ -195,6 +222,49 @@ def test_a_quiet_fake_machine_gives_back_its_own_figures_and_the_record():
     assert set(rec["held_out"]) == {name for name, _ in HELD_OUT}
     assert rec["threads"] == 2 and rec["noisy"] is False and rec["spread"] == pytest.approx(0.01)
     assert "unsteady" not in rec and "predicts held-out networks within 9% (median" in spec["note"]
+
+
+def test_the_backward_figures_and_the_optimizer_steps_cost_are_fitted_from_their_timings(tmp_path):
+    fake = Fake()
+    spec = run(fake)
+    for cls, eff in BACKWARD_EFFICIENCY.items():
+        # per node: two tiny layers' backward less one's = (15 + 2 × 20) − (15 + 20) µs = 20 µs
+        assert spec["backward_overhead"][cls] == pytest.approx(BACKWARD_OVERHEAD)
+        # Σc / Σ(t − m − (15 + 20) µs) with t = c / eff + m + 15 µs + 20 µs: eff
+        assert spec["backward_efficiency"][cls] == pytest.approx(eff)
+    # 128 tensors of 1024 less 2 of 65536 (the same 131072 elements): (128 − 2) × 5 µs / (128 − 2) = 5 µs
+    assert spec["update_overhead"] == pytest.approx(UPDATE_OVERHEAD)
+    assert spec["backward_efficiency"]["shape"] == spec["backward_efficiency"]["elementwise"]   # its fallback's
+    assert fake.backward_calls[("conv", "conv2d", (4, 4, 4), 1, 2)] == 1                     # the chain of two
+    back = load_devices(user_path=save_local(spec, tmp_path / "devices.json")).device("local")
+    assert back.backward_efficiency == spec["backward_efficiency"]
+    assert back.backward_overhead == spec["backward_overhead"] and back.update_overhead == spec["update_overhead"]
+
+
+def test_the_backward_cost_of_a_suite_layer_is_the_engines_with_its_input_gradient():
+    from core.bridge.calibrate import _backward_cost
+    from core.ir import Network, Node
+
+    net = Network.make("linear", {"x": (1024,)}, [Node.make("linear", "linear", "x", out_features=1024, bias=False)])
+    c, m, flops = _backward_cost(net, 64, 1e11, 1e10)
+    # dgrad 2 × 64 × 1024 × 1024 + wgrad 2 × 1024 × 1024 × 64 = 268,435,456 FLOPs
+    assert flops == 268_435_456 and c == pytest.approx(268_435_456 / 1e11)
+    # activations per sample: dy in 1024 + dx out 1024 + saved x 1024 = 3072 × 64 × 4 B = 786,432 B; weights read
+    # for dx 1,048,576 + their gradient 1,048,576 = 2,097,152 × 4 B = 8,388,608 B; 9,175,040 B at 1e10 B/s
+    assert m == pytest.approx(9_175_040 / 1e10)
+
+
+def test_an_absurd_backward_overhead_is_refused_naming_the_field():
+    with pytest.raises(Unsteady, match=r"^field 'backward_overhead.pool' = '3 ms': .* per layer call is above 1 ms"):
+        run(Fake(backward_overhead={"pool": 3e-3}))
+    with pytest.raises(Unsteady, match=r"^field 'update_overhead' = '2 ms': .* per parameter tensor is above 1 ms"):
+        run(Fake(update_overhead=2e-3))
+
+
+def test_a_gpu_calibration_measures_no_backward():
+    fake = Fake(gpu=True, linux_cpu=False)
+    spec = run(fake)
+    assert "backward_efficiency" not in spec and "update_overhead" not in spec and not fake.backward_calls
 
 
 def test_a_noisy_fake_machine_is_re_measured_then_refused_naming_the_quantity_and_spread():

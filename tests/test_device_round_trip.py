@@ -54,6 +54,8 @@ FULL = dataclasses.replace(LOCAL, id="full", kind="GPU", sparse_flops={"fp16": 1
                            calibration={"threads": 2, "held_out_error": 0.12, "held_out": {"mnist_cnn": -0.05},
                                         "spread": 0.08, "spread_of": "conv layer timings", "noisy": True,
                                         "unsteady": "pool layer timings 31%", "date": "2026-11-23T14:57:25"},
+                           backward_efficiency={"conv": 0.5, "grouped_conv": 0.05, "pool": 0.001},
+                           backward_overhead={"conv": 3e-5, "elementwise": 1e-5}, update_overhead=4e-6,
                            note="every field set")
 
 

@@ -108,7 +108,10 @@ COMPUTE_BOUND = ("conv", "linear")
 # the self-check's networks: (built-in name, per-sample input shape or None for the network's own), batch 1
 HELD_OUT = (("mnist_cnn", None), ("squeezenet1_0", (3, 64, 64)), ("resnet18", (3, 64, 64)))
 HELD_OUT_LIMIT = 0.6          # median |error| on them above which the calibration is refused (docstring: why)
-STAGES = {"gemm": 0.40, "bandwidth": 0.18, "layers": 0.32, "self_check": 0.10}
+STAGES = {"gemm": 0.32, "bandwidth": 0.15, "layers": 0.27, "backward": 0.16, "self_check": 0.10}
+# the optimizer step's per-tensor cost: SGD with momentum over many small tensors and over few large ones of the
+# same total size, (tensors, elements each); the difference over the difference in tensors is the cost of one
+UPDATE_CASES = ((128, 1024), (2, 65536))
 
 
 class Unsteady(CalcError):
@@ -238,16 +241,21 @@ def _page_size() -> int:
 
 
 def _bench(fn, clock: Clock, budget: float, cancel: Any = None, max_runs: int = 200, faults: bool = False,
-           min_runs: int = MIN_RUNS, warmup: int = 1) -> tuple[list[float], list[int]]:
+           min_runs: int = MIN_RUNS, warmup: int = 1, setup=None) -> tuple[list[float], list[int]]:
     """(run times, bytes each run wrote to fresh pages) of ``fn``: ``warmup`` untimed runs, then runs until
     ``budget`` seconds have passed and at least ``min_runs`` ran. Fresh bytes are the run's minor page faults × the
-    page size with ``faults`` (0 where they cannot be counted, or without ``faults``)."""
+    page size with ``faults`` (0 where they cannot be counted, or without ``faults``). ``setup``, untimed, before
+    every run (a backward's forward, an optimizer step's gradients)."""
     for _ in range(warmup):
+        if setup is not None:
+            setup()
         fn()
     end = time.perf_counter() + budget
     times, fresh = [], []
     page = _page_size()
     for k in range(max_runs):
+        if setup is not None:
+            setup()
         before = _minor_faults() if faults else None
         with clock():
             fn()
@@ -410,6 +418,46 @@ class _TorchMachine:
         with torch.no_grad():
             return _bench(lambda: module(x), self.clock, budget, self.cancel, faults=self.dev.type == "cpu")
 
+    def time_backward(self, network, batch: int, attrs: dict, budget: float, chain: int = 1) -> tuple[list, list]:
+        """(run times, fresh bytes per run) of the backward pass alone of one case's module (``chain`` of them in a
+        row), in train mode, its input requiring a gradient as a network's inner layers' do: an untimed forward
+        with the gradients set to None (``zero_grad(set_to_none=True)``, torch's default, so each gradient is a
+        new tensor), then ``y.backward(dy)`` timed — a given output gradient, no loss node of its own."""
+        torch = self.torch
+        key = ("backward", chain, network.name, network.inputs[0][1], tuple(sorted(attrs.items())))
+        if key not in self._modules:
+            layers = [_layer_module(torch.nn, network, attrs) for _ in range(chain)]
+            self._modules[key] = torch.nn.Sequential(*layers).to(self.dev).train()
+        module = self._modules[key]
+        x = torch.randn(batch, *network.inputs[0][1], device=self.dev, requires_grad=True)
+        dy = torch.randn_like(module(x))
+        held = {}
+
+        def setup():
+            module.zero_grad(set_to_none=True)
+            x.grad = None
+            held["y"] = module(x)
+
+        return _bench(lambda: held["y"].backward(dy), self.clock, budget, self.cancel, setup=setup,
+                      faults=self.dev.type == "cpu")
+
+    def optimizer_step(self, tensors: int, numel: int, budget: float) -> list:
+        """Run times of ``torch.optim.SGD`` (momentum 0.9) ``step()`` over ``tensors`` parameters of ``numel``
+        elements each, fresh gradients set before each (untimed). On a CPU torch takes its per-parameter loop
+        (``_default_to_fused_or_foreach``: foreach kernels are for CUDA-like devices only), a fixed cost per
+        tensor."""
+        torch = self.torch
+        params = [torch.nn.Parameter(torch.randn(numel, device=self.dev)) for _ in range(tensors)]
+        grads = [torch.randn(numel, device=self.dev) for _ in range(tensors)]
+        opt = torch.optim.SGD(params, lr=1e-3, momentum=0.9)
+
+        def setup():
+            for p, g in zip(params, grads):
+                p.grad = g
+
+        times, _ = _bench(opt.step, self.clock, budget, self.cancel, setup=setup, warmup=2)
+        return times
+
     def time_network(self, network, batch: int, budget: float) -> list:
         """Forward run times of a network (``core.bridge.to_torch``), in eval mode without autograd."""
         from .to_torch import to_module
@@ -438,7 +486,24 @@ class _TorchMachine:
 
 # == fitting ======================================================================================================
 
-def _efficiencies(timed: dict, peak: float, bandwidth: float, fresh: tuple | None = None) -> dict:
+def _backward_cost(network, batch: int, peak: float, bandwidth: float) -> tuple[float, float, float]:
+    """(compute s, memory s, FLOPs) of a one-layer case's backward at fp32, at ``peak`` and ``bandwidth``, as
+    ``core.paleo`` counts a layer inside a network whose input carries a gradient (the timed input requires one):
+    the engine's backward FLOPs and bytes of the node with its input gradient switched on."""
+    import dataclasses
+
+    from ..graph import compile_network
+    from ..paleo import _layer_work
+
+    node = compile_network(network).nodes[0]
+    node = dataclasses.replace(node, grad_in=(True,) * len(node.inputs), needs_grad=True)
+    w = _layer_work(node, False).backward
+    flops = w.flops * batch
+    return flops / peak, ((w.act * 4 + w.xbytes) * batch + w.weights * 4) / bandwidth, flops
+
+
+def _efficiencies(timed: dict, peak: float, bandwidth: float, fresh: tuple | None = None,
+                  backward: bool = False) -> dict:
     """op class → (efficiency, achieved FLOP/s ÷ peak, {layer: (efficiency, achieved ÷ peak)}, overhead s, raw
     efficiency); ``timed``: op class → [(IR network, batch, seconds, fresh bytes)], the tiny layer first (its
     seconds are the class's overhead). See the module docstring. The suite after the tiny layer gives the efficiency:
@@ -446,7 +511,9 @@ def _efficiencies(timed: dict, peak: float, bandwidth: float, fresh: tuple | Non
     overhead)), i.e. what a network made of those layers reaches; it is clamped to [0.0001, 1], and the raw figure
     (infinite when nothing is left for compute) is what the sanity bounds check. ``fresh`` is the time the run's
     counted fresh-page bytes take at the page-fault rate: ``core.paleo`` adds that term for a network from its own
-    replay of the allocator, so it must not also hide in the efficiency."""
+    replay of the allocator, so it must not also hide in the efficiency. ``backward``: the suite's backward runs
+    (``_backward_cost``); the tiny row's fourth figure is then what every single-layer backward pays besides its
+    work (autograd's start and one node), subtracted instead of the per-node overhead."""
     from ..devices import Device
     from ..graph import compile_network
     from ..paleo import Estimate
@@ -458,15 +525,18 @@ def _efficiencies(timed: dict, peak: float, bandwidth: float, fresh: tuple | Non
     out = {}
     for cls, (tiny, *layers) in timed.items():
         overhead = tiny[2]
+        fixed = overhead if tiny[3] is None else tiny[3]
         per, sums = {}, [0.0, 0.0, 0.0, 0.0]          # compute, time left for compute, FLOPs, time
         for k, (network, batch, t, fresh_bytes) in enumerate(layers):
-            tot = Estimate(Report(compile_network(network), batch, "fp32"), probe).totals
-            c, m = tot["forward_compute_s"], tot["forward_memory_s"]
+            if backward:
+                c, m, flops = _backward_cost(network, batch, peak, bandwidth)
+            else:
+                tot = Estimate(Report(compile_network(network), batch, "fp32"), probe).totals
+                c, m, flops = tot["forward_compute_s"], tot["forward_memory_s"], tot["forward_flops"]
             faults = fresh_bytes / fault_rate if fault_rate else 0.0
-            left = max(t - m - faults - overhead, 0.0)
-            per[f"{network.name}{k}"] = (min(max(c / left, 1e-4), 1.0) if left else 1.0,
-                                         tot["forward_flops"] / t / peak)
-            sums = [sums[0] + c, sums[1] + left, sums[2] + tot["forward_flops"], sums[3] + t]
+            left = max(t - m - faults - fixed, 0.0)
+            per[f"{network.name}{k}"] = (min(max(c / left, 1e-4), 1.0) if left else 1.0, flops / t / peak)
+            sums = [sums[0] + c, sums[1] + left, sums[2] + flops, sums[3] + t]
         raw = sums[0] / sums[1] if sums[1] else float("inf")
         eff = min(max(raw, 1e-4), 1.0)
         out[cls] = (eff, sums[2] / sums[3] / peak, per, overhead, raw)
@@ -591,27 +661,42 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
 
     cases = _class_cases(machine.gpu)
     end = time.perf_counter() + budget.share("layers")
-    timed = {}
+    timed: dict = {}
+    timed_bwd: dict = {}
 
     def measure_class(cls: str, per_layer: float, parts=("layer_overhead", "efficiency")) -> None:
+        """Measure a class's tiny layer and suite, forward (``parts`` layer_overhead, efficiency) or backward
+        (backward_overhead, backward_efficiency), into ``timed`` or ``timed_bwd``: [tiny row, suite rows]."""
         tiny, *suite = cases[cls]
+        back = any(p.startswith("backward") for p in parts)
+        timer = machine.time_backward if back else machine.time_layer
 
         def overhead():
-            t, f = machine.time_layer(tiny[0], tiny[1], tiny[2], per_layer)
-            return [t], (tiny[0], tiny[1], percentile(t, LOW_PERCENTILE), 0)
+            if not back:
+                t, _ = machine.time_layer(tiny[0], tiny[1], tiny[2], per_layer)
+                return [t], (tiny[0], tiny[1], percentile(t, LOW_PERCENTILE), None)
+            # a backward call also pays autograd's start once (a GraphTask): one tiny layer's backward is that
+            # plus one node, two in a row's is that plus two; the node's cost is the difference
+            one, _ = machine.time_backward(tiny[0], tiny[1], tiny[2], per_layer / 2, 1)
+            two, _ = machine.time_backward(tiny[0], tiny[1], tiny[2], per_layer / 2, 2)
+            low = percentile(one, LOW_PERCENTILE)
+            return [one, two], (tiny[0], tiny[1], max(percentile(two, LOW_PERCENTILE) - low, 0.0), low)
 
         def layers():
-            runs = [machine.time_layer(net, b, attrs, per_layer) for net, b, attrs in suite]
+            runs = [timer(net, b, attrs, per_layer) for net, b, attrs in suite]
             rows = []
             for (net, b, _), (t, f) in zip(suite, runs):
                 k = sorted(range(len(t)), key=t.__getitem__)[(len(t) - 1) // 2]       # the median run
                 rows.append((net, b, t[k], f[k]))
             return [t for t, _ in runs], rows
 
-        old = timed.get(cls)
-        timed[cls] = [gate.measure(f"{cls} per-layer overhead timings", overhead)
-                      if "layer_overhead" in parts else old[0],
-                      *(gate.measure(f"{cls} layer timings", layers) if "efficiency" in parts else old[1:])]
+        store, what = (timed_bwd, ("backward per-node overhead", "backward layer")) if back else \
+            (timed, ("per-layer overhead", "layer"))
+        old = store.get(cls)
+        store[cls] = [gate.measure(f"{cls} {what[0]} timings", overhead)
+                      if any(p.endswith("overhead") for p in parts) else old[0],
+                      *(gate.measure(f"{cls} {what[1]} timings", layers)
+                        if any(p.endswith("efficiency") for p in parts) else old[1:])]
 
     for k, cls in enumerate(cases):
         measure_class(cls, max(end - time.perf_counter(), 0.0) / (len(cases) - k) / len(cases[cls]))
@@ -628,20 +713,52 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
                                              f"torch.mm's {_si(gemm_fp32, 'FLOP/s')}")
         return _efficiencies(timed, peaks["fp32"], bandwidth, fresh)
 
-    eff = fit()
-    for attempt in range(gate.retries + 1):       # sanity bounds: re-measure a class out of them, then refuse
-        bad = _out_of_bounds(eff)
-        if not bad:
-            break
-        if attempt < gate.retries:
-            for cls in dict.fromkeys(b[0] for b in bad):
-                measure_class(cls, 0.0, [b[1] for b in bad if b[0] == cls])
-            eff = fit()
-    for cls, field, value, why in _out_of_bounds(eff):
-        shown = _time(value) if field == "layer_overhead" else f"{value:.3g}"
-        gate.refuse(f"{field}.{cls} = {shown} {why}, a measurement error after {gate.retries + 1} tries",
-                    f"{field}.{cls} {shown}", field=f"{field}.{cls}", value=shown)
+    def checked(fit, names: tuple) -> dict:
+        """``fit()`` within the sanity bounds: re-measure a class out of them, then refuse naming the field."""
+        eff = fit()
+        for attempt in range(gate.retries + 1):
+            bad = _out_of_bounds(eff, names)
+            if not bad:
+                break
+            if attempt < gate.retries:
+                for cls in dict.fromkeys(b[0] for b in bad):
+                    measure_class(cls, 0.0, [b[1] for b in bad if b[0] == cls])
+                eff = fit()
+        for cls, field, value, why in _out_of_bounds(eff, names):
+            shown = _time(value) if field == names[0] else f"{value:.3g}"
+            gate.refuse(f"{field}.{cls} = {shown} {why}, a measurement error after {gate.retries + 1} tries",
+                        f"{field}.{cls} {shown}", field=f"{field}.{cls}", value=shown)
+        return eff
+
+    eff = checked(fit, ("layer_overhead", "efficiency"))
     budget.finish("layers", "efficiencies: " + ", ".join(f"{k} {v[0]:.2f}" for k, v in eff.items()))
+
+    bwd, update = None, None
+    share = budget.share("backward")
+    if not machine.gpu:     # the CPU's backward and optimizer step (a GPU's are the fitted GPU model's)
+        end = time.perf_counter() + share * 0.9
+        for k, cls in enumerate(cases):
+            measure_class(cls, max(end - time.perf_counter(), 0.0) / (len(cases) - k) / len(cases[cls]),
+                          ("backward_overhead", "backward_efficiency"))
+        bwd = checked(lambda: _efficiencies(timed_bwd, peaks["fp32"], bandwidth, fresh, backward=True),
+                      ("backward_overhead", "backward_efficiency"))
+
+        def step():
+            many = machine.optimizer_step(*UPDATE_CASES[0], share * 0.05)
+            few = machine.optimizer_step(*UPDATE_CASES[1], share * 0.05)
+            cost = percentile(many, LOW_PERCENTILE) - percentile(few, LOW_PERCENTILE)
+            return [many, few], max(cost / (UPDATE_CASES[0][0] - UPDATE_CASES[1][0]), 0.0)
+
+        for _ in range(gate.retries + 1):
+            update = gate.measure("optimizer step timings", step)
+            if update <= OVERHEAD_MAX:
+                break
+        if update > OVERHEAD_MAX:
+            gate.refuse(f"update_overhead = {_time(update)} per parameter tensor is above {_time(OVERHEAD_MAX)}, a "
+                        f"measurement error after {gate.retries + 1} tries", f"update_overhead {_time(update)}",
+                        field="update_overhead", value=_time(update))
+    budget.finish("backward", "backward efficiencies: " + ", ".join(f"{k} {v[0]:.2f}" for k, v in bwd.items())
+                  if bwd else "backward: not measured on a GPU")
 
     name, vendor, kind, capacity = machine.describe()
     spec = {
@@ -660,6 +777,10 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
     }
     if fresh:
         spec["alloc_threshold"], spec["alloc_bandwidth"] = fresh
+    if bwd:
+        spec["backward_efficiency"] = _every_class({k: v[0] for k, v in bwd.items()})
+        spec["backward_overhead"] = _every_class({k: v[3] for k, v in bwd.items()})
+        spec["update_overhead"] = update
     if capacity:
         spec["memory_capacity"] = capacity
 
@@ -694,22 +815,29 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
                  + ", ".join(detail(k, v) for k, v in eff.items()))
     notes.append("overhead per layer call (a tiny layer of the class, lowest decile of its runs): "
                  + ", ".join(f"{k} {v[3] * 1e6:.1f} µs" for k, v in eff.items()))
+    if bwd:
+        notes.append("backward efficiency = c / (t − m − fresh − autograd's start and one node) over the suite's "
+                     "backward passes: " + ", ".join(detail(k, v) for k, v in bwd.items()))
+        notes.append("backward overhead per autograd node (two tiny layers' backward less one's): "
+                     + ", ".join(f"{k} {v[3] * 1e6:.1f} µs" for k, v in bwd.items())
+                     + f"; optimizer step per parameter tensor {update * 1e6:.2f} µs")
     if skipped:
         notes.append("not measured: " + ", ".join(skipped))
     spec["note"] = "; ".join(notes)
     return spec
 
 
-def _out_of_bounds(eff: dict) -> list[tuple[str, str, float, str]]:
-    """(class, field, value, why) for each fitted figure outside its sanity bounds."""
+def _out_of_bounds(eff: dict, names=("layer_overhead", "efficiency")) -> list[tuple[str, str, float, str]]:
+    """(class, field, value, why) for each fitted figure outside its sanity bounds; ``names``: the overhead and
+    efficiency fields (forward's, or backward_overhead and backward_efficiency)."""
     out = []
     for cls, (_, _, _, overhead, raw) in eff.items():
         if overhead > OVERHEAD_MAX:
-            out.append((cls, "layer_overhead", overhead, f"per layer call is above {_time(OVERHEAD_MAX)}"))
+            out.append((cls, names[0], overhead, f"per layer call is above {_time(OVERHEAD_MAX)}"))
         if raw < EFFICIENCY_RANGE[0]:
-            out.append((cls, "efficiency", raw, f"is below {EFFICIENCY_RANGE[0]:g} of the peak"))
+            out.append((cls, names[1], raw, f"is below {EFFICIENCY_RANGE[0]:g} of the peak"))
         elif raw > EFFICIENCY_RANGE[1] and cls in COMPUTE_BOUND:
-            out.append((cls, "efficiency", raw, "is above 1: faster than the measured peak"))
+            out.append((cls, names[1], raw, "is above 1: faster than the measured peak"))
     return out
 
 
