@@ -173,6 +173,12 @@ DEVICE_FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec("backward_overhead", dict, "class of work → seconds each layer's backward (autograd node) costs on "
               "top of its work (calibrated CPUs)", rule=_each(OP_CLASSES, {"type": "number", "minimum": 0,
                                                                            "maximum": 1}), default={}),
+    FieldSpec("train_efficiency", dict, "class of work → fraction of the peak a training step's forward reaches "
+              "(train mode, autograd recording; calibrated CPUs)",
+              rule=_each(OP_CLASSES, {"type": "number", "minimum": EFFICIENCY_MIN, "maximum": 1}), default={}),
+    FieldSpec("train_overhead", dict, "class of work → seconds each layer call of a training step's forward costs on "
+              "top of its work (calibrated CPUs)", rule=_each(OP_CLASSES, {"type": "number", "minimum": 0,
+                                                                         "maximum": 1}), default={}),
     FieldSpec("update_overhead", float, "seconds the optimizer step costs per parameter tensor on top of its bytes "
               "(calibrated CPUs: torch.optim's per-parameter loop)", rule={"minimum": 0, "maximum": 1}, default=None),
     # a Linux CPU's malloc (glibc): bytes a forward pass writes to fresh pages (core.cpu_heap replays its

@@ -187,6 +187,7 @@ class Work:
     backward: bool = False       # a backward-pass work (the predicted variant's backward efficiency)
     weight_grad: bool = False    # the weight-gradient part of a backward GEMM (predicted: its own efficiency)
     update: bool = False         # the optimizer step: ``calls`` are parameter tensors (a calibrated CPU's cost each)
+    train: bool = False          # a training step's forward (a calibrated CPU's train figures)
 
 
 @dataclass(frozen=True)
@@ -201,21 +202,26 @@ class Term:
     applies: Callable[[Device], bool]
 
 
-def _efficiency(d: Device, backward: bool) -> dict:
+def _efficiency(d: Device, backward: bool, train: bool = False) -> dict:
     """The device's efficiencies for a pass: a calibrated CPU's backward ones where it has them (autograd's
-    backward kernels are not the forward's: depthwise and pooling backward run far slower), else the forward's."""
-    return d.backward_efficiency if backward and d.backward_efficiency else d.efficiency
+    backward kernels are not the forward's: depthwise and pooling backward run far slower), its training forward's
+    (train mode, autograd recording) for a training step's forward, else the (inference) forward's."""
+    if backward and d.backward_efficiency:
+        return d.backward_efficiency
+    return d.train_efficiency if train and d.train_efficiency else d.efficiency
 
 
-def _overheads(d: Device, backward: bool) -> dict:
-    """The device's per-call overheads for a pass: a calibrated CPU's per autograd node in backward where it has
-    them, else the forward's per layer call."""
-    return d.backward_overhead if backward and d.backward_overhead else d.layer_overhead
+def _overheads(d: Device, backward: bool, train: bool = False) -> dict:
+    """The device's per-call overheads for a pass: a calibrated CPU's per autograd node in backward, or per layer
+    call of a training forward, where it has them, else the forward's per layer call."""
+    if backward and d.backward_overhead:
+        return d.backward_overhead
+    return d.train_overhead if train and d.train_overhead else d.layer_overhead
 
 
 def _compute_s(w: Work, e: "Estimate") -> float:
     """FLOPs at the peak × PPP × the device's calibrated efficiency for the class of work and pass (1 if none)."""
-    return w.flops / (e.peak * e.ppp * _figure(_efficiency(e.device, w.backward), w.work_class, 1.0))
+    return w.flops / (e.peak * e.ppp * _figure(_efficiency(e.device, w.backward, w.train), w.work_class, 1.0))
 
 
 def _memory_s(w: Work, e: "Estimate") -> float:
@@ -236,7 +242,7 @@ def _overhead_s(w: Work, e: "Estimate") -> float:
         return 0.0
     if w.update:
         return w.calls * (e.device.update_overhead or 0.0)
-    return w.calls * _figure(_overheads(e.device, w.backward), w.work_class, 0.0)
+    return w.calls * _figure(_overheads(e.device, w.backward, w.train), w.work_class, 0.0)
 
 
 TERMS = (
@@ -579,10 +585,11 @@ class Estimate:
         or a network whose work is beyond a float, can."""
         d = self.device
         if term == "compute":
-            eff = _figure(_efficiency(d, w.backward), w.work_class, 1.0)
+            eff = _figure(_efficiency(d, w.backward, w.train), w.work_class, 1.0)
             field, value = f"peak_flops.{self.precision.compute}", self.peak
             if eff != 1.0 and isfinite(w.flops / (self.peak * self.ppp)):     # the efficiency is what is off
-                name = "backward_efficiency" if w.backward and d.backward_efficiency else "efficiency"
+                name = ("backward_efficiency" if w.backward and d.backward_efficiency else
+                        "train_efficiency" if w.train and d.train_efficiency else "efficiency")
                 field, value = f"{name}.{w.work_class}", eff
             why = f"{_g(w.flops)} FLOPs at a peak of {_g(self.peak)} FLOP/s × PPP {self.ppp:g} × efficiency {eff!r}"
         elif term == "memory":
@@ -592,7 +599,7 @@ class Estimate:
             field, value, why = "alloc_bandwidth", d.alloc_bandwidth, f"{_g(w.fresh_bytes)} bytes to fresh pages"
         elif term == "overhead":
             field = ("update_overhead" if w.update else "backward_overhead" if w.backward and d.backward_overhead
-                     else "layer_overhead")
+                     else "train_overhead" if w.train and d.train_overhead else "layer_overhead")
             value, why = getattr(d, field), f"{w.calls} {'parameter tensors' if w.update else 'layer calls'}"
         else:
             field, value, why = "model", self.report.name, f"{_g(w.flops)} FLOPs and {_g(w.bytes)} bytes"
@@ -602,10 +609,10 @@ class Estimate:
 
 
     def _at_batch(self, pw: PassWork, work_class: str | None, flops: float, fresh: int = 0,
-                  backward: bool = False) -> Work:
+                  backward: bool = False, train: bool = False) -> Work:
         n, p = self.report.batch_size, self.precision
         return Work(work_class, flops, (pw.act * p.activation + pw.xbytes) * n + pw.weights * p.weight, fresh,
-                    pw.calls, backward=backward)
+                    pw.calls, backward=backward, train=train)
 
     def _flops(self, lw: LayerWork, per_sample: int) -> float:
         """FLOPs at this batch with the chosen conv algorithm (backward convs change by the forward's factor)."""
@@ -698,20 +705,27 @@ class Estimate:
     def _pass(self, which: str) -> PassTime:
         """A pass's total. PALEO adds its terms, so layers whose class of work the device gives the same figures
         (efficiency, per-call overhead) can be timed as one work: the same sum, a few divisions instead of one per
-        layer. The roofline variant takes a max per layer."""
+        layer. The roofline variant takes a max per layer. ``which``: forward, backward, or train_forward (the
+        forward's work at a calibrated CPU's training-forward figures)."""
+        train = which == "train_forward"
+        if train:
+            which = "forward"
         if self.variant == "predicted":     # the layers' rows, built once (a layer may be two kernels)
             return sum((getattr(lt, which) for lt in self.layer_times), PassTime())
         if self.variant == "roofline":      # a max per layer
             works = self._layer_works(which)
+            if train:
+                works = [replace(w, train=True) for w in works]
         else:
             dev, n = self.device, self.report.batch_size
             by_class = self.work.forward_by_class if which == "forward" else self.work.backward_by_class
             back = which == "backward"
-            if _efficiency(dev, back) or _overheads(dev, back):
+            if _efficiency(dev, back, train) or _overheads(dev, back, train):
                 group: dict[str, str | None] = {}      # class of work → the class that stands for its figures
                 seen: dict[tuple, str] = {}
                 for c in by_class:
-                    key = (_figure(_efficiency(dev, back), c, 1.0), _figure(_overheads(dev, back), c, 0.0))
+                    key = (_figure(_efficiency(dev, back, train), c, 1.0),
+                           _figure(_overheads(dev, back, train), c, 0.0))
                     group[c] = seen.setdefault(key, c)
                 merged: dict[str | None, PassWork] = {}
                 for c, pw in by_class.items():
@@ -728,7 +742,7 @@ class Estimate:
             if self._has("fresh_pages"):
                 for lw, f in zip(self.work.layers, self.backward_fresh_bytes if back else self.fresh_bytes):
                     fresh[group[lw.work_class]] += f
-            works = [self._at_batch(pw, c, flops[c], fresh[c], back) for c, pw in merged.items()]
+            works = [self._at_batch(pw, c, flops[c], fresh[c], back, train) for c, pw in merged.items()]
         return sum((self.time(w) for w in works), PassTime())
 
     @cached_property
@@ -738,6 +752,16 @@ class Estimate:
     @cached_property
     def backward(self) -> PassTime:
         return self._pass("backward")
+
+    @cached_property
+    def train_forward(self) -> PassTime:
+        """A training step's forward: train mode with autograd recording, at a calibrated CPU's training-forward
+        figures (``train_efficiency``, ``train_overhead``; its forward runs ~1.3–2× the inference one on our
+        machine); the inference forward where the device has none."""
+        d = self.device
+        if self.variant == "predicted" or not (d.train_efficiency or d.train_overhead):
+            return self.forward
+        return self._pass("train_forward")
 
     @cached_property
     def update(self) -> PassTime:
@@ -796,7 +820,7 @@ class Estimate:
         that does no work (a single flatten, a view) has no throughput to state (JSON null)."""
         fwd, bwd, upd = self.forward, self.backward, self.update
         r = self.report
-        step = fwd.total_s + bwd.total_s + upd.total_s + self.communication_s
+        step = self.train_forward.total_s + bwd.total_s + upd.total_s + self.communication_s
         if not isfinite(step):
             self._non_finite("total", Work(None, fwd.flops + bwd.flops + upd.flops,
                                            fwd.bytes + bwd.bytes + upd.bytes))
@@ -809,6 +833,7 @@ class Estimate:
             "backward_s": bwd.total_s, "backward_compute_s": bwd.compute_s,
             "backward_memory_s": bwd.memory_s + bwd.fresh_pages_s, "backward_overhead_s": bwd.overhead_s,
             "update_s": upd.total_s, "communication_s": self.communication_s,
+            "training_forward_s": self.train_forward.total_s,
             "training_step_s": step,
             "samples_per_s": n * self.workers / step if step else None,     # training throughput, all workers
             "inference_samples_per_s": n / fwd.total_s if fwd.total_s else None,

@@ -10,7 +10,8 @@ NOISY = (1.0, 1.2, 1.5, 2.0, 2.5): spread (2.0 − 1.2) ÷ 1.5 = 53.3 %.
 
 Its backward (a CPU's): a backward call costs autograd's start (START, 15 µs) plus BACKWARD_OVERHEAD (20 µs) per
 node plus its work at the BACKWARD_EFFICIENCY of its class; an optimizer step costs UPDATE_OVERHEAD (5 µs) per
-parameter tensor plus 20 bytes per element (SGD with momentum) at the bandwidth.
+parameter tensor plus 20 bytes per element (SGD with momentum) at the bandwidth. The forward before each backward (a
+training step's: train mode, autograd recording) runs at TRAIN_EFFICIENCY with TRAIN_OVERHEAD (12 µs) per call.
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ EFFICIENCY = {"conv": 0.5, "grouped_conv": 0.05, "linear": 0.4, "pool": 0.01, "e
 OVERHEAD = 10e-6
 BACKWARD_EFFICIENCY = {"conv": 0.3, "grouped_conv": 0.01, "linear": 0.35, "pool": 0.002, "elementwise": 0.1}
 START, BACKWARD_OVERHEAD, UPDATE_OVERHEAD = 15e-6, 20e-6, 5e-6
+TRAIN_EFFICIENCY = {"conv": 0.45, "grouped_conv": 0.02, "linear": 0.3, "pool": 0.008, "elementwise": 0.15}
+TRAIN_OVERHEAD = 12e-6
 
 
 # == statistics ===================================================================================================
@@ -120,6 +123,11 @@ def _truth(**overrides) -> Device:
                   alloc_bandwidth=FAULTS)
 
 
+# efficiency 1 and no per-call or fresh-page terms: a layer's compute at the peak and memory at the bandwidth
+_PROBE = Device(id="p", name="p", vendor="-", kind="CPU", year=2000, peak_flops={"fp32": PEAK},
+                memory_bandwidth=BANDWIDTH, source="-", efficiency={"conv": 1.0})
+
+
 @dataclasses.dataclass
 class Fake:
     """Injected timings: ``noisy``: classes whose suite runs NOISY (for the first ``noisy_for`` measurements of each
@@ -165,9 +173,7 @@ class Fake:
                                                                                   "relu")
         if tiny:
             return self._runs(self.overhead.get(cls, OVERHEAD)), [0] * 5
-        probe = Device(id="p", name="p", vendor="-", kind="CPU", year=2000, peak_flops={"fp32": PEAK},
-                       memory_bandwidth=BANDWIDTH, source="-", efficiency={"conv": 1.0})
-        tot = Estimate(Report(compile_network(network), batch, "fp32"), probe).totals
+        tot = Estimate(Report(compile_network(network), batch, "fp32"), _PROBE).totals
         t = tot["forward_compute_s"] / self.eff[cls] + tot["forward_memory_s"] + self.overhead.get(cls, OVERHEAD)
         noisy = cls in self.noisy and (self.noisy_for is None or self.calls[key] <= self.noisy_for)
         return self._runs(t, NOISY if noisy else QUIET), [0] * 5
@@ -178,13 +184,15 @@ class Fake:
         self.backward_calls[key] = self.backward_calls.get(key, 0) + 1
         per_node = self.backward_overhead.get(cls, BACKWARD_OVERHEAD)
         if network.inputs[0][1][-1] == 4 and batch == 1:                  # a tiny layer: the fixed costs only
-            return self._runs(START + chain * per_node), [0] * 5
+            return self._runs(START + chain * per_node), [0] * 5, self._runs(chain * TRAIN_OVERHEAD), [0] * 5
+        fwd = Estimate(Report(compile_network(network), batch, "fp32"), _PROBE).totals       # at the peak
+        fwd_t = fwd["forward_compute_s"] / TRAIN_EFFICIENCY[cls] + fwd["forward_memory_s"] + TRAIN_OVERHEAD
         # the engine's backward work of the layer with its input gradient on (as inside a network)
         node = compile_network(network).nodes[0]
         node = dataclasses.replace(node, grad_in=(True,), needs_grad=True)
         nbytes = (node.bwd_act_elems * 4 + node.bwd_extra_bytes) * batch + node.bwd_weight_elems * 4
         t = node.bwd_flops * batch / PEAK / BACKWARD_EFFICIENCY[cls] + nbytes / BANDWIDTH + START + per_node
-        return self._runs(t), [0] * 5
+        return self._runs(t), [0] * 5, self._runs(fwd_t), [0] * 5
 
     def optimizer_step(self, tensors, numel, budget):
         return self._runs(tensors * self.update_overhead + tensors * numel * 20 / BANDWIDTH)
@@ -232,6 +240,10 @@ def test_the_backward_figures_and_the_optimizer_steps_cost_are_fitted_from_their
         assert spec["backward_overhead"][cls] == pytest.approx(BACKWARD_OVERHEAD)
         # Σc / Σ(t − m − (15 + 20) µs) with t = c / eff + m + 15 µs + 20 µs: eff
         assert spec["backward_efficiency"][cls] == pytest.approx(eff)
+    for cls, eff in TRAIN_EFFICIENCY.items():
+        # the tiny layer's training forward: 12 µs; Σc / Σ(c / eff + m + 12 µs − m − 12 µs) = eff
+        assert spec["train_overhead"][cls] == pytest.approx(TRAIN_OVERHEAD)
+        assert spec["train_efficiency"][cls] == pytest.approx(eff)
     # 128 tensors of 1024 less 2 of 65536 (the same 131072 elements): (128 − 2) × 5 µs / (128 − 2) = 5 µs
     assert spec["update_overhead"] == pytest.approx(UPDATE_OVERHEAD)
     assert spec["backward_efficiency"]["shape"] == spec["backward_efficiency"]["elementwise"]   # its fallback's

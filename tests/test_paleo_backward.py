@@ -95,3 +95,22 @@ def test_a_gpu_from_the_database_has_no_backward_figures():
 
     for dev in load_devices(user_path=None).devices.values():
         assert not (dev.backward_efficiency or dev.backward_overhead or dev.update_overhead), dev.id
+
+
+def test_a_training_step_runs_its_forward_at_the_training_forward_figures():
+    """train_efficiency linear 0.25, elementwise 0.125; train_overhead 20 µs and 4 µs. Forward work:
+      fc1: 2 × 4 × 8 × 2 = 128 FLOPs / (1e9 × 0.25) = 5.12e-7 s; weights 32 × 4 + input 2 × 4 × 4 + output 2 × 8 × 4
+           = 224 B / 1e8 = 2.24e-6 s; 2e-5 s;
+      act: 16 FLOPs / 1.25e8 = 1.28e-7 s; 64 + 64 = 128 B → 1.28e-6 s; 4e-6 s;
+      fc2: 2 × 8 × 2 × 2 = 64 FLOPs / 2.5e8 = 2.56e-7 s; 16 × 4 + 64 + 2 × 2 × 4 = 144 B → 1.44e-6 s; 2e-5 s.
+    2.2752e-5 + 5.408e-6 + 2.1696e-5 = 4.9856e-5 s (every block from the heap, reused: no fresh pages). The
+    inference forward keeps its own figures; a device without training figures steps with its inference forward."""
+    dev = dataclasses.replace(BACKWARD, train_efficiency={"linear": 0.25, "elementwise": 0.125},
+                              train_overhead={"linear": 2e-5, "elementwise": 4e-6})
+    t = estimate(three(), dev, batch_size=2).totals
+    assert t["training_forward_s"] == pytest.approx(4.9856e-5)
+    assert t["training_step_s"] == pytest.approx(4.9856e-5 + t["backward_s"] + t["update_s"])
+    assert t["forward_s"] == estimate(three(), BACKWARD, batch_size=2).totals["forward_s"]
+    plain = estimate(three(), BACKWARD, batch_size=2).totals
+    assert plain["training_forward_s"] == plain["forward_s"]
+    assert plain["training_step_s"] == pytest.approx(plain["forward_s"] + plain["backward_s"] + plain["update_s"])

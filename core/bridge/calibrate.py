@@ -418,11 +418,13 @@ class _TorchMachine:
         with torch.no_grad():
             return _bench(lambda: module(x), self.clock, budget, self.cancel, faults=self.dev.type == "cpu")
 
-    def time_backward(self, network, batch: int, attrs: dict, budget: float, chain: int = 1) -> tuple[list, list]:
+    def time_backward(self, network, batch: int, attrs: dict, budget: float,
+                      chain: int = 1) -> tuple[list, list, list, list]:
         """(run times, fresh bytes per run) of the backward pass alone of one case's module (``chain`` of them in a
-        row), in train mode, its input requiring a gradient as a network's inner layers' do: an untimed forward
-        with the gradients set to None (``zero_grad(set_to_none=True)``, torch's default, so each gradient is a
-        new tensor), then ``y.backward(dy)`` timed — a given output gradient, no loss node of its own."""
+        row), in train mode, its input requiring a gradient as a network's inner layers' do: a forward with the
+        gradients set to None (``zero_grad(set_to_none=True)``, torch's default, so each gradient is a new tensor),
+        then ``y.backward(dy)`` timed — a given output gradient, no loss node of its own; then the same of the
+        forwards before them (a training step's forward: train mode, autograd recording)."""
         torch = self.torch
         key = ("backward", chain, network.name, network.inputs[0][1], tuple(sorted(attrs.items())))
         if key not in self._modules:
@@ -431,15 +433,21 @@ class _TorchMachine:
         module = self._modules[key]
         x = torch.randn(batch, *network.inputs[0][1], device=self.dev, requires_grad=True)
         dy = torch.randn_like(module(x))
-        held = {}
+        held, fwd, fwd_fresh, page = {}, [], [], _page_size()
 
         def setup():
             module.zero_grad(set_to_none=True)
             x.grad = None
+            before = _minor_faults()
+            start = time.perf_counter()
             held["y"] = module(x)
+            fwd.append(max(time.perf_counter() - start, 1e-9))
+            after = _minor_faults() if before is not None else None
+            fwd_fresh.append((after - before) * page if after is not None else 0)
 
-        return _bench(lambda: held["y"].backward(dy), self.clock, budget, self.cancel, setup=setup,
-                      faults=self.dev.type == "cpu")
+        times, fresh = _bench(lambda: held["y"].backward(dy), self.clock, budget, self.cancel, setup=setup,
+                              faults=self.dev.type == "cpu")
+        return times, fresh, fwd[-len(times):], fwd_fresh[-len(times):]
 
     def optimizer_step(self, tensors: int, numel: int, budget: float) -> list:
         """Run times of ``torch.optim.SGD`` (momentum 0.9) ``step()`` over ``tensors`` parameters of ``numel``
@@ -663,40 +671,55 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
     end = time.perf_counter() + budget.share("layers")
     timed: dict = {}
     timed_bwd: dict = {}
+    timed_train: dict = {}
 
     def measure_class(cls: str, per_layer: float, parts=("layer_overhead", "efficiency")) -> None:
-        """Measure a class's tiny layer and suite, forward (``parts`` layer_overhead, efficiency) or backward
-        (backward_overhead, backward_efficiency), into ``timed`` or ``timed_bwd``: [tiny row, suite rows]."""
+        """Measure a class's tiny layer (``parts`` naming an overhead) and suite (an efficiency): the inference
+        forward (layer_overhead, efficiency) into ``timed``, or the backward and the training forward before it
+        (backward_… or train_…) into ``timed_bwd`` and ``timed_train``; each [tiny row, suite rows]."""
         tiny, *suite = cases[cls]
-        back = any(p.startswith("backward") for p in parts)
-        timer = machine.time_backward if back else machine.time_layer
+        back = any(p.startswith(("backward", "train")) for p in parts)
+        do_overhead, do_layers = (any(p.endswith(k) for p in parts) for k in ("overhead", "efficiency"))
 
-        def overhead():
-            if not back:
+        def median_row(net, b, t, f):
+            k = sorted(range(len(t)), key=t.__getitem__)[(len(t) - 1) // 2]       # the median run
+            return net, b, t[k], f[k]
+
+        if not back:
+            def overhead():
                 t, _ = machine.time_layer(tiny[0], tiny[1], tiny[2], per_layer)
                 return [t], (tiny[0], tiny[1], percentile(t, LOW_PERCENTILE), None)
+
+            def layers():
+                runs = [machine.time_layer(net, b, attrs, per_layer) for net, b, attrs in suite]
+                return [t for t, _ in runs], [median_row(net, b, *r) for (net, b, _), r in zip(suite, runs)]
+
+            old = timed.get(cls)
+            timed[cls] = [gate.measure(f"{cls} per-layer overhead timings", overhead) if do_overhead else old[0],
+                          *(gate.measure(f"{cls} layer timings", layers) if do_layers else old[1:])]
+            return
+
+        def back_overhead():
             # a backward call also pays autograd's start once (a GraphTask): one tiny layer's backward is that
-            # plus one node, two in a row's is that plus two; the node's cost is the difference
-            one, _ = machine.time_backward(tiny[0], tiny[1], tiny[2], per_layer / 2, 1)
-            two, _ = machine.time_backward(tiny[0], tiny[1], tiny[2], per_layer / 2, 2)
-            low = percentile(one, LOW_PERCENTILE)
-            return [one, two], (tiny[0], tiny[1], max(percentile(two, LOW_PERCENTILE) - low, 0.0), low)
+            # plus one node, two in a row's is that plus two; the node's cost is the difference. The training
+            # forward's per-call cost is the tiny layer's forward, as for inference.
+            one = machine.time_backward(tiny[0], tiny[1], tiny[2], per_layer / 2, 1)
+            two = machine.time_backward(tiny[0], tiny[1], tiny[2], per_layer / 2, 2)
+            low = percentile(one[0], LOW_PERCENTILE)
+            return [one[0], two[0], one[2]], ((tiny[0], tiny[1], max(percentile(two[0], LOW_PERCENTILE) - low, 0.0),
+                                               low), (tiny[0], tiny[1], percentile(one[2], LOW_PERCENTILE), None))
 
-        def layers():
-            runs = [timer(net, b, attrs, per_layer) for net, b, attrs in suite]
-            rows = []
-            for (net, b, _), (t, f) in zip(suite, runs):
-                k = sorted(range(len(t)), key=t.__getitem__)[(len(t) - 1) // 2]       # the median run
-                rows.append((net, b, t[k], f[k]))
-            return [t for t, _ in runs], rows
+        def back_layers():
+            runs = [machine.time_backward(net, b, attrs, per_layer) for net, b, attrs in suite]
+            return ([r[0] for r in runs] + [r[2] for r in runs],
+                    ([median_row(net, b, r[0], r[1]) for (net, b, _), r in zip(suite, runs)],
+                     [median_row(net, b, r[2], r[3]) for (net, b, _), r in zip(suite, runs)]))
 
-        store, what = (timed_bwd, ("backward per-node overhead", "backward layer")) if back else \
-            (timed, ("per-layer overhead", "layer"))
-        old = store.get(cls)
-        store[cls] = [gate.measure(f"{cls} {what[0]} timings", overhead)
-                      if any(p.endswith("overhead") for p in parts) else old[0],
-                      *(gate.measure(f"{cls} {what[1]} timings", layers)
-                        if any(p.endswith("efficiency") for p in parts) else old[1:])]
+        ov = (gate.measure(f"{cls} backward per-node overhead timings", back_overhead) if do_overhead
+              else (timed_bwd[cls][0], timed_train[cls][0]))
+        rows = (gate.measure(f"{cls} backward layer timings", back_layers) if do_layers
+                else (timed_bwd[cls][1:], timed_train[cls][1:]))
+        timed_bwd[cls], timed_train[cls] = [ov[0], *rows[0]], [ov[1], *rows[1]]
 
     for k, cls in enumerate(cases):
         measure_class(cls, max(end - time.perf_counter(), 0.0) / (len(cases) - k) / len(cases[cls]))
@@ -733,7 +756,7 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
     eff = checked(fit, ("layer_overhead", "efficiency"))
     budget.finish("layers", "efficiencies: " + ", ".join(f"{k} {v[0]:.2f}" for k, v in eff.items()))
 
-    bwd, update = None, None
+    bwd, train, update = None, None, None
     share = budget.share("backward")
     if not machine.gpu:     # the CPU's backward and optimizer step (a GPU's are the fitted GPU model's)
         end = time.perf_counter() + share * 0.9
@@ -742,6 +765,8 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
                           ("backward_overhead", "backward_efficiency"))
         bwd = checked(lambda: _efficiencies(timed_bwd, peaks["fp32"], bandwidth, fresh, backward=True),
                       ("backward_overhead", "backward_efficiency"))
+        train = checked(lambda: _efficiencies(timed_train, peaks["fp32"], bandwidth, fresh),
+                        ("train_overhead", "train_efficiency"))
 
         def step():
             many = machine.optimizer_step(*UPDATE_CASES[0], share * 0.05)
@@ -781,6 +806,8 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
         spec["backward_efficiency"] = _every_class({k: v[0] for k, v in bwd.items()})
         spec["backward_overhead"] = _every_class({k: v[3] for k, v in bwd.items()})
         spec["update_overhead"] = update
+        spec["train_efficiency"] = _every_class({k: v[0] for k, v in train.items()})
+        spec["train_overhead"] = _every_class({k: v[3] for k, v in train.items()})
     if capacity:
         spec["memory_capacity"] = capacity
 
@@ -821,6 +848,9 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
         notes.append("backward overhead per autograd node (two tiny layers' backward less one's): "
                      + ", ".join(f"{k} {v[3] * 1e6:.1f} µs" for k, v in bwd.items())
                      + f"; optimizer step per parameter tensor {update * 1e6:.2f} µs")
+        notes.append("training forward (train mode, autograd recording) efficiency: "
+                     + ", ".join(detail(k, v) for k, v in train.items()) + "; its overhead per layer call: "
+                     + ", ".join(f"{k} {v[3] * 1e6:.1f} µs" for k, v in train.items()))
     if skipped:
         notes.append("not measured: " + ", ".join(skipped))
     spec["note"] = "; ".join(notes)
