@@ -44,14 +44,36 @@ disturbance only ever adds time to a call that costs microseconds:
   it is the compute share left once the memory term at the measured bandwidth is paid, which is how ``core.paleo``
   applies it. Every layer's efficiency and raw achieved FLOP/s ÷ peak are in the note. A class without a suite of
   its own (shape: concat and pad, which copy) is given its fallback's figures (``core.registry.WORK_FALLBACK``), so
-  the device states every class.
+  the device states every class;
+* the **backward pass and the training step** on a CPU (a GPU's are the fitted GPU model's, not measured here). Each
+  suite layer (at its first batch only, for the budget) is run as in training: train mode, its input requiring a
+  gradient as an inner layer's does, gradients set to None before each run (torch's default
+  ``zero_grad(set_to_none=True)``: every gradient is a new tensor); ``y.backward(dy)`` is timed with a given output
+  gradient (no loss node), and so is the forward before it. ``backward_efficiency`` per class is fitted as
+  ``efficiency`` is, from the engine's backward FLOPs and bytes of the layer with its input gradient on, less the
+  counted fresh pages and the fixed cost of one single-layer backward (the tiny layer's). ``backward_overhead`` per
+  class is the cost of one autograd node: two tiny layers' backward less one's (lowest deciles), since every
+  ``backward()`` also pays autograd's start once (~15 µs here: charged to every node it would overstate a network). On
+  our machine a depthwise node cost ~100 µs in backward against ~55 µs forward. ``train_efficiency`` and
+  ``train_overhead``: the training step's forward, fitted like ``efficiency`` from the forwards timed before the
+  backwards (train mode with autograd recording ran a network's forward 1.3–2× slower than inference: MobileNet V2 at
+  batch 1, 29 → 54 ms). ``update_overhead``: ``torch.optim`` on CPU tensors takes its per-parameter loop (torch 2.14's
+  ``_default_to_fused_or_foreach`` chooses foreach only on CUDA-like devices:
+  ``_get_foreach_kernels_supported_devices()`` is cuda, xpu, mtia, privateuseone), so the step pays a fixed cost per
+  parameter tensor: SGD with momentum over 128 tensors of 1024 elements and over 2 of 65,536 (the same bytes), the
+  difference in time over 126 tensors (~5 µs here). ``core.paleo`` uses these where a device has them: the backward at
+  the backward figures, plus its gradients of at least ``alloc_threshold`` bytes on fresh pages (glibc ``mmap``s them:
+  VGG-11's 411 MB of fc6 gradient at batch 1); the training step = training forward + backward + update (bytes at the
+  bandwidth + parameter tensors × ``update_overhead``). A device without them (older files, GPUs, datasheets) is
+  estimated as before.
 
-The budget is split among the stages (GEMM 40 %, bandwidth 18 %, layers 32 %, self-check 10 %), each stage taking
-its share of the time still left, so setup costs are absorbed and the whole run stays within ``seconds`` plus one
-benchmark run — plus the re-measurements below, each as long as the first measurement was.
+The budget is split among the stages (GEMM 28 %, bandwidth 14 %, layers 26 %, backward 22 %, self-check 10 %), each
+stage taking its share of the time still left, so setup costs are absorbed and the whole run stays within ``seconds``
+plus one benchmark run — plus the re-measurements below, each as long as the first measurement was.
 
 **Noise.** Each measured quantity (a dtype's GEMM runs, the bandwidth runs, the page-fault runs, a class's suite of
-layers, a class's tiny layer, the held-out networks) has a spread: the interquartile range ÷ median of each
+layers, a class's tiny layer, their backward and training-forward runs, the optimizer steps, the held-out networks)
+has a spread: the interquartile range ÷ median of each
 benchmark's runs, the median over the quantity's benchmarks. Above ``SPREAD_LIMIT`` (25 %) it is re-measured, at most
 ``RETRIES`` (2) more times, and the steadiest attempt is kept; if it stays above, the calibration is refused with one
 line naming the quantity and its spread (``Unsteady``, a ``CalcError``) — unless ``force=True`` (``--force``), which
@@ -63,7 +85,8 @@ pooling, the slowest class, reaches 2–3e-3 of a 2-core GEMM peak, so 1e-3 woul
 peak), or for conv and linear (``COMPUTE_BOUND``) above 1, faster than the peak — is re-measured the same way, then
 refused naming the field and value. The memory-bound classes may exceed 1 before the clamp: a layer whose tensors
 stay in cache beats the STREAM bandwidth, so nothing is left of its time for compute; that is the model's limit,
-not noise.
+not noise. The backward and training-forward figures have the same bounds (``backward_overhead.pool``,
+``train_efficiency.conv`` …), and ``update_overhead`` the per-call one.
 A steady but slow machine passes the spread check (a process that keeps one of two cores busy made every 2-thread
 call of a tiny conv wait ~4 ms, with a spread of 23 %): the bounds and the self-check catch it.
 
