@@ -187,9 +187,9 @@ class Fake:
             return self._runs(START + chain * per_node), [0] * 5, self._runs(chain * TRAIN_OVERHEAD), [0] * 5
         fwd = Estimate(Report(compile_network(network), batch, "fp32"), _PROBE).totals       # at the peak
         fwd_t = fwd["forward_compute_s"] / TRAIN_EFFICIENCY[cls] + fwd["forward_memory_s"] + TRAIN_OVERHEAD
-        # the engine's backward work of the layer with its input gradient on (as inside a network)
+        # the engine's backward work of the layer with its input gradient on (as inside a network), except a stem's
         node = compile_network(network).nodes[0]
-        node = dataclasses.replace(node, grad_in=(True,), needs_grad=True)
+        node = dataclasses.replace(node, grad_in=(network.inputs[0][1][0] != 3,), needs_grad=True)
         nbytes = (node.bwd_act_elems * 4 + node.bwd_extra_bytes) * batch + node.bwd_weight_elems * 4
         t = node.bwd_flops * batch / PEAK / BACKWARD_EFFICIENCY[cls] + nbytes / BANDWIDTH + START + per_node
         return self._runs(t), [0] * 5, self._runs(fwd_t), [0] * 5
@@ -264,6 +264,20 @@ def test_the_backward_cost_of_a_suite_layer_is_the_engines_with_its_input_gradie
     # activations per sample: dy in 1024 + dx out 1024 + saved x 1024 = 3072 × 64 × 4 B = 786,432 B; weights read
     # for dx 1,048,576 + their gradient 1,048,576 = 2,097,152 × 4 B = 8,388,608 B; 9,175,040 B at 1e10 B/s
     assert m == pytest.approx(9_175_040 / 1e10)
+
+
+def test_a_stems_backward_cost_has_no_input_gradient():
+    from core.bridge.calibrate import _backward_cost
+    from core.ir import Network, Node
+
+    net = Network.make("conv2d", {"x": (3, 224, 224)}, [Node.make("conv2d", "conv2d", "x", out_channels=64,
+                                                                  kernel_size=7, stride=2, padding=3, bias=False)])
+    c, m, flops = _backward_cost(net, 1, 1e11, 1e10)
+    # the weight gradient only: 2 × 64 × 112 × 112 × 3 × 7 × 7 = 236,027,904 FLOPs
+    assert flops == 236_027_904
+    # dy 64 × 112 × 112 = 802,816 + saved x 3 × 224 × 224 = 150,528 → 953,344 × 4 B = 3,813,376 B; no weights read
+    # (no input gradient), the weight gradient 64 × 3 × 7 × 7 = 9408 × 4 B = 37,632 B: 3,851,008 B
+    assert m == pytest.approx(3_851_008 / 1e10)
 
 
 def test_an_absurd_backward_overhead_is_refused_naming_the_field():

@@ -454,7 +454,7 @@ class _TorchMachine:
             layers = [_layer_module(torch.nn, network, attrs) for _ in range(chain)]
             self._modules[key] = torch.nn.Sequential(*layers).to(self.dev).train()
         module = self._modules[key]
-        x = torch.randn(batch, *network.inputs[0][1], device=self.dev, requires_grad=True)
+        x = torch.randn(batch, *network.inputs[0][1], device=self.dev, requires_grad=_input_grad(network))
         dy = torch.randn_like(module(x))
         held, fwd, fwd_fresh, page = {}, [], [], _page_size()
 
@@ -517,17 +517,24 @@ class _TorchMachine:
 
 # == fitting ======================================================================================================
 
+def _input_grad(network) -> bool:
+    """Whether a one-layer case's backward computes its input gradient, as the layer would inside a network: yes,
+    except for a stem (3 input channels, an image), whose input carries none (its dgrad would be slow work no
+    network does)."""
+    return network.inputs[0][1][0] != 3
+
+
 def _backward_cost(network, batch: int, peak: float, bandwidth: float) -> tuple[float, float, float]:
     """(compute s, memory s, FLOPs) of a one-layer case's backward at fp32, at ``peak`` and ``bandwidth``, as
-    ``core.paleo`` counts a layer inside a network whose input carries a gradient (the timed input requires one):
-    the engine's backward FLOPs and bytes of the node with its input gradient switched on."""
+    ``core.paleo`` counts the layer inside a network: the engine's backward FLOPs and bytes of the node with its
+    input gradient switched on where the timed input requires one (``_input_grad``)."""
     import dataclasses
 
     from ..graph import compile_network
     from ..paleo import _layer_work
 
     node = compile_network(network).nodes[0]
-    node = dataclasses.replace(node, grad_in=(True,) * len(node.inputs), needs_grad=True)
+    node = dataclasses.replace(node, grad_in=(_input_grad(network),) * len(node.inputs), needs_grad=True)
     w = _layer_work(node, False).backward
     flops = w.flops * batch
     return flops / peak, ((w.act * 4 + w.xbytes) * batch + w.weights * 4) / bandwidth, flops
