@@ -145,6 +145,7 @@ class Fake:
 
     backward_overhead: dict = dataclasses.field(default_factory=dict)
     update_overhead: float = UPDATE_OVERHEAD
+    bwd_eff: dict = dataclasses.field(default_factory=lambda: dict(BACKWARD_EFFICIENCY))
 
     def __post_init__(self):
         self.calls: dict = {}
@@ -191,7 +192,7 @@ class Fake:
         node = compile_network(network).nodes[0]
         node = dataclasses.replace(node, grad_in=(network.inputs[0][1][0] != 3,), needs_grad=True)
         nbytes = (node.bwd_act_elems * 4 + node.bwd_extra_bytes) * batch + node.bwd_weight_elems * 4
-        t = node.bwd_flops * batch / PEAK / BACKWARD_EFFICIENCY[cls] + nbytes / BANDWIDTH + START + per_node
+        t = node.bwd_flops * batch / PEAK / self.bwd_eff[cls] + nbytes / BANDWIDTH + START + per_node
         return self._runs(t), [0] * 5, self._runs(fwd_t), [0] * 5
 
     def optimizer_step(self, tensors, numel, budget):
@@ -285,6 +286,13 @@ def test_an_absurd_backward_overhead_is_refused_naming_the_field():
         run(Fake(backward_overhead={"pool": 3e-3}))
     with pytest.raises(Unsteady, match=r"^field 'update_overhead' = '2 ms': .* per parameter tensor is above 1 ms"):
         run(Fake(update_overhead=2e-3))
+
+
+def test_only_conv_backward_is_held_to_the_peak():
+    # linear's backward suite runs at batch 1, memory-bound: faster than the model allows is clamped to 1
+    assert run(Fake(bwd_eff={**BACKWARD_EFFICIENCY, "linear": 2.0}))["backward_efficiency"]["linear"] == 1.0
+    with pytest.raises(Unsteady, match=r"^field 'backward_efficiency.conv' = '2'.* is above 1: faster than the"):
+        run(Fake(bwd_eff={**BACKWARD_EFFICIENCY, "conv": 2.0}))
 
 
 def test_a_gpu_calibration_measures_no_backward():
