@@ -302,7 +302,8 @@ def test_bad_parameters_are_notices_and_the_url_is_cleaned():
     assert at.number_input(key="batch_size").value == 1 and at.slider(key="ppp").value == 1.0
     assert at.selectbox(key="device").value == "v100-sxm2"
     [text] = [w.value for w in at.warning]                       # one box, a line for each
-    assert [line.split(" not used")[0] for line in text.splitlines()] == \
+    read = text.replace("\\", "")            # what Markdown shows: the escapes (links.plain) are not seen
+    assert [line.split(" not used")[0] for line in read.splitlines()] == \
         ["- Link parameter batch=abc", "- Link parameter device=gone-gpu", "- Link parameter ppp=7"]
     assert dict(at.query_params) == {"model": "resnet18", "lab": "2"}     # a key it does not own is left alone
     at.number_input(key="batch_size").set_value(2).run()
@@ -365,3 +366,18 @@ def test_the_sidebar_link_names_the_lab_just_chosen():
     assert at.query_params["lab"] == "3"
     shown = [c.value for c in at.code if "Course_labs" in c.value or "lab=" in c.value]
     assert shown and "lab=3" in shown[0], shown
+
+
+def test_a_notice_shows_a_links_text_as_text_not_markdown():
+    # a sender's value could be a link or an image in an official-looking notice; escaped, Markdown shows the
+    # characters themselves (CommonMark: a backslash before ASCII punctuation is that character)
+    shown = links.plain("Link parameter batch=[Log in](https://evil.ex/a) not used: ![x](y.png)")
+    assert "](" not in shown.replace("\\](", "").replace("\\]\\(", "") and "https://" not in shown
+    assert shown.replace("\\", "") == "Link parameter batch=[Log in](https://evil.ex/a) not used: ![x](y.png)"
+
+
+@pytest.mark.app
+def test_a_hostile_link_value_is_escaped_in_the_page_notice():
+    at = _open("layers.py", {"batch": "[Log in](https://evil.ex/a)"})
+    box = next(w.value for w in at.warning if "Link parameter" in w.value)
+    assert "\\[Log in\\]\\(https\\://evil\\.ex/a\\)" in box

@@ -44,6 +44,15 @@ PPP_STEPS = 20                       # the PPP slider: 0.05 … 1.0 in steps of 
 EXPORT_HINT = "export its IR JSON on the Network page and send the file with the link"
 
 
+_MARKDOWN = str.maketrans({c: "\\" + c for c in "\\`*_{}[]()<>#+-.!|~$:"})
+
+
+def plain(text: str) -> str:
+    """``text`` escaped for Streamlit's Markdown: a link's values are the sender's text, and ``[Log in](…)`` or an
+    image in a notice must read as the characters it is, not as a link in an official-looking box."""
+    return str(text).translate(_MARKDOWN)
+
+
 def _fmt_ppp(value: float) -> str:
     return f"{round(float(value), 2):g}"
 

@@ -274,7 +274,7 @@ def sidebar() -> Selection:
                        "page keeps the file aside when you save.")
     notices = st.session_state.pop(LINK_NOTICES, [])          # once, above the page: what the link had wrong
     if notices:
-        st.warning("\n".join(f"- {n}" for n in notices))
+        st.warning("\n".join(f"- {links.plain(n)}" for n in notices))
     try:
         report = analysis(current_network(), st.session_state[INPUT].strip(), int(st.session_state[BATCH]),
                           st.session_state[DTYPE], st.session_state[OPTIMIZER])

@@ -116,7 +116,8 @@ e1.caption(f"{n_dev} device(s) and {n_link} interconnect(s) of yours. The file i
            (" (in this session or a later one)." if server_mode() else
             f" or goes in {USER_PATH.name} under $CNN_CALC_HOME."))
 upload = e2.file_uploader(f"Import devices (JSON, max {df.MAX_IMPORT_BYTES // 2 ** 20} MB)", type=["json"],
-                          key="device_import")
+                          key="device_import",         # the browser refuses a larger file before it is sent
+                          max_upload_size=max(1, -(-df.MAX_IMPORT_BYTES // 2 ** 20)))
 act.show_message("import")
 if upload is not None:
     imported, problems, error = df.parse_import(upload.getvalue(), upload.name, df.builtin_ids(db))
