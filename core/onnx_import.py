@@ -356,6 +356,18 @@ class _Converter:
             raise NetworkError("the data input needs a shape with a batch dimension first, like [N, 3, 224, 224]",
                                node=self.label, field="input", value=data.name)
         dims = list(t.shape.dim)
+        batch = dims[0].dim_value if dims[0].HasField("dim_value") else None
+        if batch is not None and batch > 1:
+            # An export at a fixed batch keeps that batch inside its constants (Reshape targets such as [2, 512],
+            # Expand and Tile sizes), which the batch-1 and batch-2 inference below cannot see: a flatten before
+            # the classifier then folds two samples into one row, counting the classifier twice, or inference
+            # fails on a size mismatch. Refused rather than counted wrong. A fixed batch of 1 cannot inflate the
+            # counts: the graph is inferred at batch 1, the batch its constants were written for, so every
+            # batch-1 shape is one sample's; the batch-2 inference only locates the batch axis, and where a
+            # constant holds it at 1 the axis does not grow and the shapes stay those of one sample.
+            raise NetworkError(f"input '{data.name}' was exported at a fixed batch of {batch}: export at batch 1 "
+                               "or with a dynamic batch axis (dynamic_axes / dynamic_shapes)", node=self.label,
+                               field=data.name, value=[d.dim_value or d.dim_param or "?" for d in dims])
         if input_shape is not None:
             from .api import parse_shape
 

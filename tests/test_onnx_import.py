@@ -420,6 +420,30 @@ def test_a_symbolic_batch_is_fine_and_other_sizes_come_from_input_shape():
     assert one(run(fixed, input_shape="3x17x17")[0], "conv2d").macs == 4 * 8 * 8 * 3 * 3 * 3
 
 
+def _flatten_then_fc(batch: int) -> bytes:
+    """Conv → Reshape to a constant [batch, 16] → Gemm, as an export at a fixed batch writes a flatten."""
+    nodes = [h.make_node("Conv", ["x", "W"], ["c"], name="conv"),
+             h.make_node("Reshape", ["c", "shape"], ["f"], name="flatten"),
+             h.make_node("Gemm", ["f", "F"], ["y"], name="fc", transB=1)]
+    return onnx_bytes(nodes, [vi("x", [batch, 3, 4, 4])],
+                      inits=[zeros("W", 4, 3, 3, 3), const("shape", [batch, 16]), zeros("F", 10, 16)])
+
+
+def test_an_export_at_a_fixed_batch_above_one_is_refused_in_one_line():
+    # At a fixed batch of 2 the Reshape keeps [2, 16]: re-inferred at batch 1, ONNX does not check the element
+    # count of a Reshape without -1, so the fc would run on [2, 16] with no batch axis, counting 2 · 16 · 10 = 320
+    # MACs per sample instead of 16 · 10 = 160. Refused instead.
+    with pytest.raises(core.NetworkError) as e:
+        import_onnx(_flatten_then_fc(2))
+    msg = str(e.value)
+    assert "fixed batch of 2" in msg and "dynamic batch axis" in msg and "\n" not in msg
+    assert e.value.field == "x" and e.value.value == [2, 3, 4, 4]
+    # the same graph at batch 1 is one sample: conv 4·2·2 · 3·3·3 = 432 MACs, fc 16 · 10 = 160
+    r, _ = run(_flatten_then_fc(1))
+    assert one(r, "conv2d").macs == 432 and one(r, "linear").macs == 160
+    assert r.totals["macs"] == 432 + 160
+
+
 def test_paths_load_network_analyze_and_the_cli(tmp_path):
     nodes = [h.make_node("Conv", ["x", "W", "B"], ["c"], name="conv"), h.make_node("Relu", ["c"], ["y"])]
     path = tmp_path / "tiny.onnx"
