@@ -71,3 +71,16 @@ def test_a_timm_model_at_another_input_shape_is_traced_at_that_shape():
     import core
 
     assert shown == f"{core.analyze(traced).totals['macs'] / 1e9:,.3f}"
+
+
+@pytest.mark.app
+def test_a_shape_a_timm_model_cannot_take_keeps_the_input_box_to_fix_it():
+    # ResNet-18's stem conv takes 3 channels, not 1: the message names the shape, and the box stays so the user can
+    # change it without losing the model
+    at = _layers(model="timm:resnet18", input_shape="1x64x64")
+    assert any("at input shape 1x64x64" in e.value for e in at.error), [e.value for e in at.error]
+    box = at.text_input(key="input_shape")
+    assert box.value == "1x64x64"
+    box.set_value("").run()
+    assert not at.exception and not at.error
+    assert at.selectbox(key="model").value == "timm:resnet18"

@@ -240,7 +240,13 @@ def sidebar() -> Selection:
             with st.spinner("Building the network (a timm model takes a few seconds the first time)…"):
                 net = current_network()
         except core.CalcError as e:         # a timm model that does not import: say why, keep everything else
-            st.error(f"Cannot load this network: {e}. Pick another one.")
+            if st.session_state[INPUT].strip():     # traced at the shape typed: keep the box to change it
+                st.error(f"Cannot load this network at input shape {st.session_state[INPUT].strip()}: {e}. "
+                         "Change or clear the input shape, or pick another network.")
+                st.text_input("Input shape per sample", key=INPUT, help="C×H×W without the batch; empty = the "
+                              "network's own.")
+            else:
+                st.error(f"Cannot load this network: {e}. Pick another one.")
             st.stop()
         st.text_input("Input shape per sample", key=INPUT, placeholder="×".join(map(str, net.inputs[0][1])),
                       help="C×H×W without the batch; empty = the network's own.")
