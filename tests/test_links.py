@@ -381,3 +381,12 @@ def test_a_hostile_link_value_is_escaped_in_the_page_notice():
     at = _open("layers.py", {"batch": "[Log in](https://evil.ex/a)"})
     box = next(w.value for w in at.warning if "Link parameter" in w.value)
     assert "\\[Log in\\]\\(https\\://evil\\.ex/a\\)" in box
+
+
+def test_a_blob_with_characters_outside_base64url_is_named_as_such():
+    with pytest.raises(core.NetworkError, match="not base64url"):
+        links.unpack_network("!!!")
+    good = links.pack_network(core.load_network("mnist_cnn"))
+    assert links.unpack_network(good) == core.load_network("mnist_cnn")     # the alphabet's - and _ still read
+    with pytest.raises(core.NetworkError, match="not base64url"):
+        links.unpack_network(good[:10] + "+" + good[11:])                    # standard base64's '+' is not url-safe

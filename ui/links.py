@@ -16,6 +16,7 @@ import base64
 import binascii
 import json
 import math
+import re
 import zlib
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
@@ -57,6 +58,9 @@ def _fmt_ppp(value: float) -> str:
     return f"{round(float(value), 2):g}"
 
 
+_BASE64URL = re.compile(r"[A-Za-z0-9_-]*")
+
+
 def pack_network(network: core.Network) -> str:
     """The network as URL-safe text: compact IR JSON, zlib level 9, base64url without padding."""
     text = json.dumps(network.to_dict(), separators=(",", ":"))
@@ -69,6 +73,8 @@ def unpack_network(blob: str) -> core.Network:
     def bad(why: str) -> core.NetworkError:
         return core.NetworkError(why, field=NET, value=blob[:40] + ("…" if len(blob) > 40 else ""))
 
+    if not _BASE64URL.fullmatch(blob):     # the decoder would drop characters outside the alphabet and read on
+        raise bad("not base64url text")
     try:
         packed = base64.urlsafe_b64decode(blob + "=" * (-len(blob) % 4))
     except (binascii.Error, ValueError):
