@@ -8,6 +8,7 @@ and any batch size is a multiplication (see ``core.graph``). Dimension indices i
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Iterable, Mapping
@@ -54,15 +55,33 @@ def _thaw(value: Any) -> Any:
 
 
 
-def unique_name(base: str, taken: set[str]) -> str:
+def unique_name(base: str, taken: set[str], counters: dict[str, int] | None = None) -> str:
     """``base``, or ``base_1``, ``base_2``, … : the first not in ``taken``, which it joins (importers name nodes
-    after their source's names, which may repeat)."""
-    name, i = base, 0
+    after their source's names, which may repeat). ``counters`` (one dict per ``taken``, kept by the caller)
+    remembers per base the suffix below which every name is taken, so that n nodes of one base are named in
+    linear, not quadratic, time (20,000 unnamed ONNX nodes took 44 s); the names are the same either way."""
+    i = counters.get(base, 0) if counters is not None else 0
+    name = f"{base}_{i}" if i else base
     while name in taken:
         i += 1
         name = f"{base}_{i}"
     taken.add(name)
+    if counters is not None:
+        counters[base] = i + 1
     return name
+
+
+def release_name(name: str, taken: set[str], counters: dict[str, int] | None = None) -> None:
+    """Free ``name`` (a node that was undone) so that ``unique_name`` hands it out again, as it would without
+    ``counters``: the counter of every base it can be a name of (itself, or ``base`` of ``base_<n>``) drops to it."""
+    taken.discard(name)
+    if not counters:
+        return
+    if name in counters:
+        counters[name] = 0
+    m = re.fullmatch(r"(.*)_([1-9][0-9]*)", name, re.DOTALL)
+    if m and m.group(1) in counters:
+        counters[m.group(1)] = min(counters[m.group(1)], int(m.group(2)))
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from typing import Any
 from .bridge.fx_import import ImportResult
 from .errors import NetworkError
 from .graph import compile_network
-from .ir import Network, Node, unique_name
+from .ir import Network, Node, release_name, unique_name
 from .registry import MAX_DIM, Ctx, get_rule, shown, validate_attrs
 
 # protobuf cannot parse a message of 2 GiB or more, so no single-file ONNX model is larger: one that is keeps its
@@ -320,6 +320,7 @@ class _Converter:
         self.opset = _opset(model)
         self.nodes: list[Node] = []
         self.names: set[str] = {INPUT}
+        self.name_counters: dict[str, int] = {}  # unique_name's next suffix per base
         self.ir_shape: dict[str, tuple] = {}
         self.env: dict[str, Any] = {}            # ONNX tensor name → IR name (str) or _Const
         self.weights: dict[str, int] = {}        # weight name → elements
@@ -485,7 +486,7 @@ class _Converter:
         return node.op_type.lower()
 
     def unique(self, base: str) -> str:
-        return unique_name(base, self.names)
+        return unique_name(base, self.names, self.name_counters)
 
     def emit(self, base: str, op: str, inputs, **attrs) -> str:
         """Append an IR node and compute its per-sample shape with its rule (a rule that refuses it raises
@@ -499,7 +500,7 @@ class _Converter:
             if not all(isinstance(d, int) and 1 <= d <= MAX_DIM for d in shape):
                 raise NetworkError(f"gives the per-sample shape {list(shape)}", node=name)
         except NetworkError as e:
-            self.names.discard(name)
+            release_name(name, self.names, self.name_counters)
             e.failed_emit = True            # the IR cannot represent what ONNX accepted: an opaque node instead
             raise
         self.nodes.append(node)
@@ -767,7 +768,7 @@ class _Converter:
 
     def _undo(self, mark: int) -> None:
         for n in self.nodes[mark:]:
-            self.names.discard(n.name)
+            release_name(n.name, self.names, self.name_counters)
             self.ir_shape.pop(n.name, None)
         for key in [k for k, v in self.param_nodes.items() if v not in {n.name for n in self.nodes[:mark]}]:
             del self.param_nodes[key]

@@ -312,7 +312,7 @@ class _Converter:
 
     # -- helpers ------------------------------------------------------------------------------------------------
     def unique(self, base: str) -> str:
-        return unique_name(base, self.names)
+        return unique_name(base, self.names, vars(self).setdefault("name_counters", {}))  # linear, not quadratic
 
     def scoped(self, n) -> str:
         """A readable name for a function or method call: the module it runs in, then the call
