@@ -47,6 +47,7 @@ from .registry import MAX_DIM, Ctx, get_rule, shown, validate_attrs
 MAX_ONNX_BYTES = 2 ** 31 - 1
 MAX_VALUE_ELEMS = 2 ** 16      # larger initializers are kept by shape only (for a weight, the shape is all that counts)
 MAX_FOLD_ELEMS = 2 ** 20       # input-independent values up to this size are computed (a Swin mask is 64·49·49)
+MAX_FOLDED_TOTAL = 2 ** 24     # and up to this many elements in all (a file of many folds stays ~100 MB)
 MAX_KEPT_ELEMS = 64            # float initializers this small keep their data for inference (Resize scales)
 PROBE_BATCH = 2                # the second batch size the graph is inferred at, to find the batch axis of each tensor
 INPUT = "x"                    # the IR name of the network input, as in the PyTorch importer
@@ -176,6 +177,15 @@ class _Const:
 
 class _Unsupported(Exception):
     """Raised by a handler: the node becomes ``opaque``, saying why."""
+
+
+class _TooLarge(_Unsupported):
+    """Raised by ``_evaluate`` before it builds an output of more than ``MAX_FOLD_ELEMS`` elements: the value is
+    then known by its ``shape`` only."""
+
+    def __init__(self, shape: tuple):
+        super().__init__(f"too large ({prod(shape):,} elements)")
+        self.shape = shape
 
 
 @dataclass(frozen=True)
@@ -333,6 +343,7 @@ class _Converter:
         self.linear_bias: dict[str, str] = {}    # ONNX output of a bias-free linear (MatMul) → its IR name
         self.computed: dict[str, tuple] = {}     # ONNX shapes (batch 1) computed here where inference had none
         self.as_values: set[str] = set()         # one-element weights read as numbers (x + 1.0): not parameters
+        self.folded = 0                          # elements of the values folded so far (MAX_FOLDED_TOTAL)
         self.order = _topological(self.graph, self.label)
         self.consumers: dict[str, list] = {}
         for node in self.order:
@@ -859,7 +870,7 @@ class _Converter:
         outs = [o for o in node.output]
         ins = [self.env.get(t) if t else None for t in node.input]
         params = frozenset().union(*(c.params for c in ins if isinstance(c, _Const)))
-        values = None
+        values = known = None
         if shape_of_act:
             full = self.full(node.input[0])
             params = frozenset()
@@ -883,24 +894,34 @@ class _Converter:
         elif all(c is None or c.value is not None for c in ins) and node.domain in STANDARD_DOMAINS:
             try:
                 values = _evaluate(node, [c.value if isinstance(c, _Const) else None for c in ins], self.opset)
+            except _TooLarge as e:
+                values, known = None, [e.shape]     # known by shape only, without building it
             except (_Unsupported, ValueError, IndexError, TypeError, ArithmeticError, MemoryError):
                 values = None     # known by shape only; a node that needs the value says so
-        shapes = None
+            if values is not None:
+                self.folded += sum(getattr(v, "size", 0) for v in values)
+                if self.folded > MAX_FOLDED_TOTAL:          # keep the shapes, drop the values
+                    known = [getattr(v, "shape", None) for v in values]
+                    values = None
+        shapes = known
         if values is None and node.domain in STANDARD_DOMAINS and any(self.info(o).s1 is None for o in outs if o):
             # a weight-derived value: its shape is that of the same op on zeros of the inputs' shapes (the inputs
             # that say sizes, axes or indices must be known)
-            stand_in = []
+            stand_in, zeros = [], 0
             for i, k in enumerate(ins):
                 if k is None or k.value is not None:
                     stand_in.append(k.value if k is not None else None)
                 elif (i == 0 or node.op_type not in _NEEDS_VALUES) and k.shape is not None \
-                        and prod(k.shape) <= MAX_FOLD_ELEMS:
+                        and prod(k.shape) <= MAX_FOLD_ELEMS - zeros:       # all the stand-ins within the cap
+                    zeros += prod(k.shape)
                     stand_in.append(_np().zeros(k.shape))
                 else:
                     stand_in = None
                     break
             try:
                 shapes = [v.shape for v in _evaluate(node, stand_in, self.opset)] if stand_in is not None else None
+            except _TooLarge as e:
+                shapes = [e.shape]
             except Exception:  # noqa: BLE001 — the shape then stays unknown
                 shapes = None
         if values is None and shapes is None and node.op_type in _ELEMENTWISE and all(
@@ -1860,6 +1881,46 @@ _NEEDS_VALUES = ("Reshape", "Expand", "ConstantOfShape", "Range", "Tile", "Slice
                  "Constant")
 
 
+def _grown_shape(node, vals: list, ints) -> tuple | None:
+    """The output shape of the ops ``_evaluate`` computes whose output can hold more elements than their inputs
+    (a target shape, repeats, a Range's count, gathered indices, broadcasting, a Concat); None for the others
+    (their output is no larger than an input) and where the inputs do not say (evaluating then fails)."""
+    import math
+
+    np = _np()
+    op = node.op_type
+    try:
+        if op == "Expand":
+            return tuple(np.broadcast_shapes(vals[0].shape, tuple(ints(vals[1]))))
+        if op == "ConstantOfShape":
+            return tuple(ints(vals[0]))
+        if op == "Tile":
+            reps = ints(vals[1])
+            return tuple(d * r for d, r in zip(vals[0].shape, reps)) if len(reps) == vals[0].ndim else None
+        if op == "Range":
+            start, limit, delta = (float(v.item()) for v in vals[:3])
+            if delta == 0 or not all(map(math.isfinite, (start, limit, delta))):
+                raise _Unsupported("a Range with a zero or infinite step or bound")
+            return (max(math.ceil((limit - start) / delta), 0),)
+        if op == "Gather":
+            axis = _attr(node, "axis", 0)
+            axis = axis + vals[0].ndim if axis < 0 else axis
+            return vals[0].shape[:axis] + vals[1].shape + vals[0].shape[axis + 1:]
+        if op == "Concat":
+            shapes = [np.atleast_1d(v).shape for v in vals if v is not None]
+            axis = _attr(node, "axis", 0)
+            axis = axis + len(shapes[0]) if axis < 0 else axis
+            if any(len(sh) != len(shapes[0]) for sh in shapes):
+                return None
+            return shapes[0][:axis] + (sum(sh[axis] for sh in shapes),) + shapes[0][axis + 1:]
+        if op in ("Add", "Sub", "Mul", "Div", "Pow", "Equal", "Less", "Greater", "And", "Or", "Max", "Min", "Mod",
+                  "Where"):
+            return tuple(np.broadcast_shapes(*(v.shape for v in vals)))
+    except (ValueError, TypeError, AttributeError, IndexError, OverflowError):
+        return None
+    return None
+
+
 def _evaluate(node, vals: list, opset: int) -> list:
     """The outputs of ``node`` on known constant inputs (numpy), for the ops that compute shapes, indices and small
     constants; ``_Unsupported`` for anything else (its output is then known by shape only)."""
@@ -1871,6 +1932,12 @@ def _evaluate(node, vals: list, opset: int) -> list:
 
     def ints(v):
         return [int(i) for i in np.asarray(v).reshape(-1).tolist()]
+
+    # the size of the outputs that can be far larger than the inputs (a 254-byte file Expands a constant to
+    # [20000, 20000]: 3 GB), checked before anything is built
+    out_shape = _grown_shape(node, vals, ints)
+    if out_shape is not None and prod(out_shape) > MAX_FOLD_ELEMS:
+        raise _TooLarge(out_shape)
 
     if op == "Constant":
         from onnx import numpy_helper
@@ -1944,15 +2011,9 @@ def _evaluate(node, vals: list, opset: int) -> list:
 
         fill = _attr(node, "value", None)
         fill = numpy_helper.to_array(fill) if fill is not None else np.zeros(1, dtype=np.float32)
-        shape = ints(a)
-        if prod(shape) > MAX_FOLD_ELEMS:
-            raise _Unsupported("too large")
-        return [np.full(shape, fill.reshape(-1)[0], dtype=fill.dtype)]
+        return [np.full(ints(a), fill.reshape(-1)[0], dtype=fill.dtype)]
     if op == "Range":
-        out = np.arange(vals[0].item(), vals[1].item(), vals[2].item())
-        if out.size > MAX_FOLD_ELEMS:
-            raise _Unsupported("too large")
-        return [out.astype(vals[0].dtype)]
+        return [np.arange(vals[0].item(), vals[1].item(), vals[2].item()).astype(vals[0].dtype)]
     if op in ("ReduceProd", "ReduceSum", "ReduceMax", "ReduceMin"):
         fn = {"ReduceProd": np.prod, "ReduceSum": np.sum, "ReduceMax": np.max, "ReduceMin": np.min}[op]
         axes = ints(vals[1]) if len(vals) > 1 and vals[1] is not None else _attr(node, "axes", None)

@@ -489,6 +489,72 @@ def test_an_onnx_graph_of_unnamed_nodes_gets_the_same_names():
     assert [n.name for n in net.nodes] == ["relu"] + [f"relu_{i}" for i in range(1, 300)]
 
 
+def _bomb(op: str, n: int) -> bytes:
+    """A tiny file whose input-independent branch computes an n·n-element constant with ``op`` (reduced to one
+    number and added to the activation): folding it would build n² elements."""
+    ones = h.make_node("Constant", [], ["one"], value=numpy_helper.from_array(np.ones((1, 1), np.float32)))
+    grow = {
+        "Expand": [ones, h.make_node("Constant", [], ["s"], value=const("v", [n, n])),
+                   h.make_node("Expand", ["one", "s"], ["big"], name="bomb")],
+        "Tile": [ones, h.make_node("Constant", [], ["s"], value=const("v", [n, n])),
+                 h.make_node("Tile", ["one", "s"], ["big"], name="bomb")],
+        "Add": [h.make_node("Constant", [], ["col"], value=numpy_helper.from_array(np.ones((n, 1), np.float32))),
+                h.make_node("Constant", [], ["row"], value=numpy_helper.from_array(np.ones((1, n), np.float32))),
+                h.make_node("Add", ["col", "row"], ["big"], name="bomb")],
+        "Gather": [h.make_node("Constant", [], ["row"], value=numpy_helper.from_array(np.ones((1, n), np.float32))),
+                   h.make_node("Constant", [], ["i"], value=const("v", [0] * n)),
+                   h.make_node("Gather", ["row", "i"], ["big"], name="bomb")],
+        "Range": [h.make_node("Constant", [], ["a"], value=const("v", 0.0, np.float32)),
+                  h.make_node("Constant", [], ["b"], value=const("v", float(n * n), np.float32)),
+                  h.make_node("Constant", [], ["d"], value=const("v", 1.0, np.float32)),
+                  h.make_node("Range", ["a", "b", "d"], ["big"], name="bomb")],
+    }[op]
+    nodes = [h.make_node("Relu", ["x"], ["r"], name="relu"), *grow,
+             h.make_node("ReduceMax", ["big"], ["m"], keepdims=0), h.make_node("Add", ["r", "m"], ["y"], name="add")]
+    return onnx_bytes(nodes, [X])
+
+
+@pytest.mark.parametrize("op, n", [("Expand", 10_000), ("Tile", 10_000), ("Add", 10_000), ("Gather", 10_000),
+                                   ("Range", 5_000)])
+def test_a_huge_input_independent_value_is_known_by_shape_without_building_it(op, n):
+    import tracemalloc
+
+    data = _bomb(op, n)
+    assert len(data) < 200_000
+    tracemalloc.start()
+    try:
+        r, _ = run(data)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # building the constant takes n² elements: 10,000² = 10⁸ float32 = 400 MB (Expand builds it twice: 800 MB);
+    # Range 5,000² = 2.5·10⁷ float32 = 100 MB, twice with its cast. Known by shape only, the import stays small.
+    assert peak < 60 * 2 ** 20, f"{peak / 2 ** 20:.0f} MiB"
+    assert [l.op for l in r.layers][:1] == ["relu"] and r.layers[0].output_shape == (1, 3, 8, 8)
+
+
+def test_many_large_folds_stop_keeping_values_at_a_total():
+    import tracemalloc
+
+    # 64 constants of 1,024 · 1,024 = 2²⁰ elements each (at the per-value cap): 2²⁶ float32 = 256 MiB if all were
+    # kept; values stop being kept past 2²⁴ elements in all (64 MiB of float32), the rest known by shape only
+    nodes = [h.make_node("Relu", ["x"], ["r0"], name="relu"),
+             h.make_node("Constant", [], ["one"], value=numpy_helper.from_array(np.ones((1, 1), np.float32))),
+             h.make_node("Constant", [], ["s"], value=const("v", [1024, 1024]))]
+    for i in range(64):
+        nodes += [h.make_node("Expand", ["one", "s"], [f"big{i}"]),
+                  h.make_node("ReduceMax", [f"big{i}"], [f"m{i}"], keepdims=0),
+                  h.make_node("Add", [f"r{i}", f"m{i}"], [f"r{i + 1}"], name=f"add{i}")]
+    tracemalloc.start()
+    try:
+        r, _ = run(onnx_bytes(nodes, [X]))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 100 * 2 ** 20, f"{peak / 2 ** 20:.0f} MiB"
+    assert len(layers(r, "add")) == 64
+
+
 def test_paths_load_network_analyze_and_the_cli(tmp_path):
     nodes = [h.make_node("Conv", ["x", "W", "B"], ["c"], name="conv"), h.make_node("Relu", ["c"], ["y"])]
     path = tmp_path / "tiny.onnx"
