@@ -730,7 +730,7 @@ class _Converter:
         except NetworkError as e:
             if getattr(e, "failed_emit", False):
                 self._undo(mark)
-                self._opaque(node, base, f"the IR's {e.field or 'rule'} check refuses it: {e.reason}")
+                self._opaque(node, base, f"the IR's {e.field or 'rule'} check refuses it: {e.reason}", cause=e)
             else:
                 raise NetworkError(e.reason, node=node.name or base, field=e.field, value=e.value) from None
         except (IndexError, KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as e:
@@ -788,7 +788,9 @@ class _Converter:
             del self.counted[w]
         del self.nodes[mark:]
 
-    def _opaque(self, node, base: str, why: str) -> None:
+    def _opaque(self, node, base: str, why: str, cause: NetworkError | None = None) -> None:
+        """``node`` as an opaque node with ONNX's output shapes; where ONNX has none either, an error: the IR's own
+        (``cause``: a kernel larger than its input) where its check refused the node, else "no cost rule"."""
         ins = [self.act(t) for t in node.input if self.is_act(t)]
         consts = [self.const(t) for t in node.input if t and self.const(t) is not None]
         fresh = sorted({w for c in consts for w in c.params if w not in self.counted})
@@ -814,6 +816,9 @@ class _Converter:
             except _Unsupported:
                 shape = None
             if shape is None or not all(1 <= d <= MAX_DIM for d in shape):
+                if cause is not None and (out in self.consumers or out in {o.name for o in self.graph.output}):
+                    raise NetworkError(f"{cause.reason} (ONNX cannot infer the shape of '{out}' either)",
+                                       node=node.name or base, field=cause.field, value=cause.value)
                 if out in self.consumers or out in {o.name for o in self.graph.output}:
                     raise NetworkError(f"{target} has no cost rule ({why}) and ONNX cannot infer the shape of its "
                                        f"output '{out}'", node=node.name or base, field="op_type", value=target)

@@ -555,6 +555,20 @@ def test_many_large_folds_stop_keeping_values_at_a_total():
     assert len(layers(r, "add")) == 64
 
 
+def test_a_kernel_larger_than_the_input_says_so_not_no_cost_rule():
+    # 3×3 kernel on a 1×1 input (given as 3x1x1 for a model with symbolic sizes), and on a fixed 2×2 input: ONNX
+    # infers no output shape, the IR's conv check names the real reason
+    nodes = [h.make_node("Conv", ["x", "W"], ["c"], name="conv1"), h.make_node("Relu", ["c"], ["y"])]
+    inits = [zeros("W", 4, 3, 3, 3)]
+    for data, shape, seen in ((onnx_bytes(nodes, [vi("x", ["N", 3, "H", "W"])], inits=inits), "3x1x1", "1×1"),
+                              (onnx_bytes(nodes, [vi("x", [1, 3, 2, 2])], inits=inits), None, "2×2")):
+        with pytest.raises(core.NetworkError) as e:
+            import_onnx(data, shape)
+        msg = str(e.value)
+        assert "no cost rule" not in msg and f"kernel 3×3 is larger than its padded input {seen}" in msg
+        assert e.value.node == "conv1" and e.value.field == "kernel_size" and "\n" not in msg
+
+
 def test_paths_load_network_analyze_and_the_cli(tmp_path):
     nodes = [h.make_node("Conv", ["x", "W", "B"], ["c"], name="conv"), h.make_node("Relu", ["c"], ["y"])]
     path = tmp_path / "tiny.onnx"
@@ -817,6 +831,10 @@ def test_a_model_with_symbolic_sizes_asks_for_its_input_shape_on_the_page():
                                                    "application/octet-stream")).run()
     assert not at.exception and "symbolic dimension 'H'" in at.error[0].value
     assert at.session_state["model"] == "mnist_cnn"                # nothing imported, nothing lost
+    # a shape too small for the 3×3 conv fails at the conv, not at input_shape: the box and what was typed stay
+    at.text_input(key="onnx_input_shape").set_value("3x1x1").run()
+    assert not at.exception and "kernel 3×3 is larger than its padded input 1×1" in at.error[0].value
+    assert at.text_input(key="onnx_input_shape").value == "3x1x1" and at.session_state["model"] == "mnist_cnn"
     at.text_input(key="onnx_input_shape").set_value("3x16x16").run()
     assert not at.exception and not at.error and at.session_state["model"] == "custom"
     assert at.caption[0].value.startswith("dyn: 5 layers, 162 parameters")          # as tiny.onnx: sizes free

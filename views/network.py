@@ -47,7 +47,9 @@ def _import_onnx(upload) -> None:
             st.rerun()
     if done["error"]:
         st.error(f"{done['error']}. Nothing was imported.")
-        if "input_shape" in done["error"]:
+        # the box stays while a shape was typed (a wrong one fails at a layer, not at input_shape) so it can be
+        # corrected, not lost
+        if "input_shape" in done["error"] or done["shape"]:
             st.text_input(f"Per-sample input shape for {upload.name}", key=ONNX_SHAPE, placeholder="3x224x224",
                           help="C×H×W without the batch; the model is read again with it.")
         return
