@@ -236,6 +236,8 @@ def format_estimate(est) -> str:
               "beat it)" if est.bound is not None else ""),
            f"Forward:        {_seconds(t['forward_s'])}{_beside_bound(est, 'forward_s')}  {forward_detail}"
            f"  → {_throughput(t['inference_samples_per_s'])}",
+           *([f"Train forward:  {_seconds(t['training_forward_s'])} (the forward inside a training step: train "
+                "mode, autograd recording; calibrated)"] if t["training_forward_s"] != t["forward_s"] else []),
            f"Backward:       {_seconds(t['backward_s'])}{_beside_bound(est, 'backward_s')}",
            f"Weight update:  {_seconds(t['update_s'])}{_beside_bound(est, 'update_s')} ({est.report.optimizer})"]
     if est.workers > 1:

@@ -120,3 +120,18 @@ def test_a_training_step_runs_its_forward_at_the_training_forward_figures():
     plain = estimate(three(), BACKWARD, batch_size=2).totals
     assert plain["training_forward_s"] == plain["forward_s"]
     assert plain["training_step_s"] == pytest.approx(plain["forward_s"] + plain["backward_s"] + plain["update_s"])
+
+
+def test_the_cli_prints_the_training_forward_only_where_it_differs():
+    """The printed forward + backward + update must add up to the printed step: a device with training-forward
+    figures gets its own line (4.9856e-5 s by hand above, printed as the CLI prints times: 0.050 ms), one without
+    none."""
+    from core.cli import format_estimate
+
+    dev = dataclasses.replace(BACKWARD, train_efficiency={"linear": 0.25, "elementwise": 0.125},
+                              train_overhead={"linear": 2e-5, "elementwise": 4e-6})
+    text = format_estimate(estimate(three(), dev, batch_size=2))
+    line = next(ln for ln in text.splitlines() if ln.startswith("Train forward:"))
+    assert line.startswith("Train forward:  0.050 ms"), line
+    assert not any(ln.startswith("Train forward:")
+                   for ln in format_estimate(estimate(three(), BACKWARD, batch_size=2)).splitlines())

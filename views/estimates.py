@@ -91,12 +91,15 @@ elif tab_parts.open:
             "ms": (t["forward_overhead_s"] + t["backward_overhead_s"]) * 1e3}]
           if t["forward_overhead_s"] or t["backward_overhead_s"] else []),
         {"part": "weight update", "ms": t["update_s"] * 1e3},
+        *([{"part": "forward inside the training step (train mode, autograd; calibrated)",
+            "ms": t["training_forward_s"] * 1e3}] if t["training_forward_s"] != t["forward_s"] else []),
     ]), key="breakdown", container=tab_parts)
     tab_parts.caption("PALEO: each layer takes compute time (FLOPs / (PPP × peak)) plus memory time (bytes read "
                       "and written / bandwidth); a calibrated device adds its measured cost per layer call, and "
                       "a calibrated Linux CPU the time its forward pass spends writing to fresh pages (page "
                       "faults, from a replay of glibc's malloc). A training step is forward + backward + weight "
-                      "update.")
+                      "update; on a CPU calibrated for it, its forward is the training-mode one (its own row), "
+                      "slower than inference.")
 
 if tab_batch.open:
     runs = sweep(report, [dev], BATCHES, dtype=report.dtype, optimizer=report.optimizer, **time_settings())
