@@ -6,8 +6,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("timm")
-
 VIEWS = Path(__file__).resolve().parents[1] / "views"
 
 
@@ -52,8 +50,7 @@ def test_a_timm_model_that_does_not_import_is_a_message():
     from core.bridge import timm_models
 
     failing = [n for n, m in timm_models.catalog().items() if m.get("status") == "fails"]
-    if not failing:
-        pytest.skip("every catalogued timm model imports")
+    assert failing, "the catalogue records the models that fail (7 with timm 1.0.31: per-sample weights)"
     at = _layers(model="timm:" + failing[0])
     assert any("Cannot load this network" in e.value for e in at.error), [e.value for e in at.error]
 

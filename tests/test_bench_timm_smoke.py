@@ -5,11 +5,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
-import pytest
 
 import bench_timm
-
-pytest.importorskip("timm")
 
 
 def test_bench_timm_quick(capsys):

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import timm
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -28,7 +29,6 @@ from core.bridge.fx_import import from_module
 from core.bridge.to_torch import to_module
 from core.errors import NetworkError
 
-timm = pytest.importorskip("timm")
 ROOT = Path(__file__).resolve().parents[1]
 
 
