@@ -135,3 +135,15 @@ def test_the_cli_prints_the_training_forward_only_where_it_differs():
     assert line.startswith("Train forward:  0.050 ms"), line
     assert not any(ln.startswith("Train forward:")
                    for ln in format_estimate(estimate(three(), BACKWARD, batch_size=2)).splitlines())
+
+
+def test_every_optimizer_has_its_per_parameter_loop_accesses():
+    """A calibrated CPU's update reads EAGER_ACCESSES by optimizer: an optimizer added to the table without its
+    loop's accesses would be a KeyError in every training estimate on such a device."""
+    from core.paleo import EAGER_ACCESSES
+    from core.precision import OPTIMIZERS
+
+    assert set(EAGER_ACCESSES) == set(OPTIMIZERS)
+    for name in OPTIMIZERS:
+        dev = dataclasses.replace(BACKWARD)
+        assert estimate(three(), dev, batch_size=2, optimizer=name).totals["update_s"] > 0
