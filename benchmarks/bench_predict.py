@@ -1,19 +1,34 @@
-"""Prediction accuracy on this machine: PALEO forward latency after ``calibrate`` vs measured, for 24 torchvision
-CNNs at batch 1 and 16, beside the baseline users reach for (FLOPs ÷ peak with one PPP fitted on ResNet50).
+"""Prediction accuracy on this machine: a calibrated CPU's PALEO estimate of the forward pass and the training step
+against measured runs of 24 torchvision CNNs, under three protocols side by side, beside the baseline users reach
+for (FLOPs ÷ peak with one PPP fitted on ResNet50).
 
-Method
-  * ``calibrate`` runs in a fresh process (its microbenchmarks only: no network below is used to fit it);
-  * each network is measured in ``processes`` fresh processes (3), in rounds over all networks: torchvision's model
-    (random weights) in eval mode under ``torch.no_grad``, ``warmup`` untimed runs, then the median of ``repeats``
-    timed runs (``core.bridge.timing``); the latency is the median of the processes' medians;
-  * predicted: ``core.estimate`` of the same network on the calibrated device;
-  * baseline: forward FLOPs ÷ (calibrated fp32 peak × PPP), PPP fitted on ResNet50 (geometric mean of its batches);
-  * error: |predicted − measured| ÷ measured; median and 90th percentile per model.
-Both use the same threads (1 by default: the machine is shared, and one thread is the least disturbed setting).
+Cases: every network at batch 1 on its own input (224×224; Inception v3 299×299) and at batch 16 on 112×112 (the
+work of batch 4 at 224×224, so a protocol fits in about ten minutes here). Passes: ``forward`` (eval mode,
+``torch.no_grad``) and ``train_step`` (zero_grad + forward + backward + SGD-with-momentum step), as
+``core.bridge.timing.time_module`` runs them; torchvision's models with random weights.
 
-Measurements are cached in ``benchmarks/results/predict_measured.json`` (machine, date, calibration, latencies), so
-the model can be re-evaluated without re-measuring: ``--reuse``. Run: ``python benchmarks/bench_predict.py
-[--quick] [--reuse] [--threads 1]``.
+Protocols
+  (a) controlled: ``calibrate`` at 1 thread for 60 s (fp32) in a fresh process; each network timed in 3 fresh
+      processes at 1 thread, in rounds over all networks (a slow spell of the machine does not land on one
+      network's runs), 2 warm-ups then 7 timed runs (3 at batch 16); the latency is the median of the processes'
+      medians;
+  (b) as a user runs it: ``calibrate()`` with its defaults (30 s, torch's default thread count, no ``force``) in
+      its own process, as ``python -m core calibrate`` runs; then every network timed in one process at the same
+      thread count, median of 7 after 3 warm-ups. A refused calibration is retried (up to 3 tries, as a user
+      would), and every refusal is kept;
+  (c) busy neighbour: ``calibrate()`` with its defaults while another process spins on one core (a browser or an
+      IDE on a laptop); the networks are then those of (b), timed on a quiet machine. Either ``calibrate`` refuses
+      (the message is kept) or its device is judged on (b)'s timings. Tried twice.
+
+Predicted: ``core.estimate`` of the same network, batch and input on the protocol's calibrated device
+(``forward_s`` and ``training_step_s``). Baseline: the pass's FLOPs ÷ (calibrated fp32 peak × PPP), one PPP per
+pass fitted on ResNet50 (geometric mean over its batches). Error: |predicted − measured| ÷ measured; median, 90th
+percentile and maximum per protocol and pass. No network below is used to fit the calibration.
+
+Measurements are cached in ``benchmarks/results/predict_measured.json`` (machine, date, each protocol's calibration,
+refusals and latencies), so the model can be re-evaluated without re-measuring: ``--reuse`` (``--recalibrate a``
+calibrates protocol (a) again and keeps its latencies). Run: ``python benchmarks/bench_predict.py [--quick]
+[--reuse] [--protocols a b c]``.
 """
 
 from __future__ import annotations
@@ -22,10 +37,12 @@ import argparse
 import datetime as dt
 import json
 import math
+import os
 import platform
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,43 +57,102 @@ NETWORKS = ("alexnet", "vgg11", "vgg16", "resnet18", "resnet34", "resnet50", "re
             "mobilenet_v3_small", "shufflenet_v2_x1_0", "squeezenet1_0", "squeezenet1_1", "efficientnet_b0",
             "efficientnet_b1", "regnet_x_400mf", "regnet_y_400mf", "convnext_tiny", "mnasnet1_0")
 BATCHES = (1, 16)
+SMALL_INPUT = (3, 112, 112)           # batch 16's input
+PASSES = ("forward", "train_step")
+ESTIMATE_KEY = {"forward": "forward_s", "train_step": "training_step_s"}
+FLOPS_KEY = {"forward": "flops", "train_step": "training_flops"}
+OPTIMIZER = "sgd_momentum"            # time_module's default train step
 QUICK = (("resnet18", "mobilenet_v3_small"), (1,))
 CACHE = ROOT / "benchmarks" / "results" / "predict_measured.json"
 FIT_ON = "resnet50"
-PROCESSES = 3
+PROTOCOLS = {
+    "a": {"label": "(a) controlled", "threads": 1, "seconds": 60.0, "dtypes": ["fp32"], "processes": 3,
+          "warmup": 2, "repeats": 7, "repeats_b16": 3},
+    "b": {"label": "(b) as a user runs it", "threads": None, "seconds": 30.0, "dtypes": None, "processes": 1,
+          "warmup": 3, "repeats": 7, "repeats_b16": 7, "tries": 3},
+    "c": {"label": "(c) busy neighbour during calibrate", "threads": None, "seconds": 30.0, "dtypes": None,
+          "trials": 2},
+}
+TARGET = {"median": 0.12, "p90": 0.25}      # issue 14, protocol (b); (c): refuse, or these + 10 points
 
 
-def _worker(name: str, batches, threads: int, warmup: int, repeats: int) -> None:
-    """In a fresh process: time one network's forward pass at each batch size; print one JSON line."""
+def input_of(name: str, batch: int) -> tuple[int, ...]:
+    return tuple(core.analyze(name).input_shape) if batch == 1 else SMALL_INPUT
+
+
+# == workers (fresh processes) ====================================================================================
+
+def _time_cases(model, name: str, batches, threads, warmup: int, repeats: int, repeats_b16: int) -> dict:
+    from core.bridge.timing import time_module
+
+    cases = {}
+    for b in batches:
+        shape = input_of(name, b)
+        r = time_module(model, shape, b, passes=PASSES, warmup=warmup, repeats=repeats if b == 1 else repeats_b16,
+                        measure_memory=False, threads=threads, max_seconds=600, optimizer=OPTIMIZER)
+        cases[str(b)] = {"input": list(shape), **{p: {"median_s": r.passes[p].median_s, "iqr_s": r.passes[p].iqr_s,
+                                                       "samples": len(r.passes[p].samples)} for p in PASSES}}
+    return cases
+
+
+def _worker(names, batches, threads, warmup: int, repeats: int, repeats_b16: int) -> None:
+    """In a fresh process: time each network's cases, one after the other; print one JSON line."""
     import torch
 
-    from core.bridge.timing import time_module
     from core.bridge.torchvision_zoo import build
 
-    torch.manual_seed(0)
-    model = build(name, device="cpu")
-    shape = core.analyze(name).input_shape
-    out = {}
-    for b in batches:
-        r = time_module(model, shape, b, passes=("forward",), warmup=warmup, repeats=repeats if b == 1 else
-                        max(3, repeats // 2), measure_memory=False, threads=threads, max_seconds=120)
-        t = r.passes["forward"]
-        out[str(b)] = {"median_s": t.median_s, "iqr_s": t.iqr_s, "samples": len(t.samples)}
-    print(json.dumps({"network": name, "input": list(shape), "latency": out}))
+    out = []
+    for name in names:
+        torch.manual_seed(0)
+        out.append({"network": name, "cases": _time_cases(build(name, device="cpu"), name, batches, threads, warmup,
+                                                          repeats, repeats_b16)})
+    print(json.dumps({"threads": torch.get_num_threads() if threads is None else threads, "measured": out}))
 
 
-def _calibrate_worker(threads: int, seconds: float) -> None:
+def _calibrate_worker(threads, seconds: float, dtypes) -> None:
+    """In a fresh process: ``calibrate`` as asked; prints its spec, or the refusal's message."""
     from core.bridge.calibrate import calibrate
+    from core.errors import CalcError
 
-    print(json.dumps(calibrate(seconds=seconds, dtypes=("fp32",), threads=threads)))
+    kw = {"threads": threads} if threads is not None else {}
+    if dtypes:
+        kw["dtypes"] = tuple(dtypes)
+    try:
+        print(json.dumps({"spec": calibrate(seconds=seconds, **kw)}))
+    except CalcError as e:
+        print(json.dumps({"refused": str(e)}))
 
 
-def _run(args: list[str], timeout: int = 1800) -> dict:
+def _run(args: list[str], timeout: int = 3600) -> dict:
     out = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, cwd=ROOT, timeout=timeout)
     if out.returncode != 0:
         raise RuntimeError(f"{' '.join(args)} failed:\n{out.stderr[-2000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
+
+def _calibrate(p: dict, seconds: float | None = None) -> dict:
+    args = ["--calibrate-worker", "--seconds", str(seconds or p["seconds"])]
+    if p["threads"] is not None:
+        args += ["--threads", str(p["threads"])]
+    if p["dtypes"]:
+        args += ["--dtypes", *p["dtypes"]]
+    return _run(args)
+
+
+class busy_neighbour:
+    """A process spinning on one core for the duration of the ``with`` block."""
+
+    def __enter__(self):
+        self.proc = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        time.sleep(0.5)
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.kill()
+        self.proc.wait()
+
+
+# == the protocols ================================================================================================
 
 def machine() -> dict:
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
@@ -84,38 +160,84 @@ def machine() -> dict:
         platform.processor()
     import importlib.metadata as md
 
-    return {"cpu": cpu, "cores": __import__("os").cpu_count(), "python": platform.python_version(),
-            "torch": md.version("torch"), "date": dt.date.today().isoformat()}
+    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(), "torch": md.version("torch"),
+            "date": dt.date.today().isoformat()}
 
 
 def combine(runs: list[dict]) -> dict:
-    """One network's latency from several fresh processes: per batch, the median of the processes' medians (a
-    process's memory layout and the machine's state shift a whole run by 20 % or more here; one process's samples
-    do not show that), with every process's median kept."""
+    """One network's cases from several fresh processes: per case and pass, the median of the processes' medians
+    (a process's memory layout and the machine's state shift a whole run by 20 % or more here; one process's
+    samples do not show that), with every process's median kept."""
     out = {}
-    for b in runs[0]["latency"]:
-        medians = [r["latency"][b]["median_s"] for r in runs]
-        out[b] = {"median_s": statistics.median(medians), "process_medians_s": medians,
-                  "iqr_s": statistics.median(r["latency"][b]["iqr_s"] for r in runs),
-                  "samples": sum(r["latency"][b]["samples"] for r in runs)}
-    return {"network": runs[0]["network"], "input": runs[0]["input"], "latency": out}
+    for b, case in runs[0]["cases"].items():
+        out[b] = {"input": case["input"]}
+        for p in PASSES:
+            medians = [r["cases"][b][p]["median_s"] for r in runs]
+            out[b][p] = {"median_s": statistics.median(medians), "process_medians_s": medians,
+                         "iqr_s": statistics.median(r["cases"][b][p]["iqr_s"] for r in runs),
+                         "samples": sum(r["cases"][b][p]["samples"] for r in runs)}
+    return {"network": runs[0]["network"], "cases": out}
 
 
-def measure_all(networks, batches, threads: int, warmup: int, repeats: int, seconds: float, progress=print,
-                processes: int = 1) -> dict:
-    """Calibrate, then time every network in ``processes`` fresh processes each, in rounds (every network once per
-    round, so a slow spell of the machine does not land on one network's runs)."""
-    progress(f"calibrating ({seconds:g} s, {threads} thread(s))")
-    spec = _run(["--calibrate-worker", "--threads", str(threads), "--seconds", str(seconds)])
+def protocol_a(networks, batches, p: dict, progress) -> dict:
+    progress(f"(a) calibrating ({p['seconds']:g} s, {p['threads']} thread)")
+    cal = _calibrate(p)
     runs: dict[str, list] = {name: [] for name in networks}
-    for p in range(processes):
-        for k, name in enumerate(networks):
-            progress(f"round {p + 1}/{processes} [{k + 1}/{len(networks)}] {name}")
-            runs[name].append(_run(["--worker", name, "--threads", str(threads), "--warmup", str(warmup),
-                                    "--repeats", str(repeats), "--batches", *map(str, batches)]))
-    return {"machine": machine(), "threads": threads, "processes": processes, "calibration": spec,
+    for k in range(p["processes"]):
+        for i, name in enumerate(networks):
+            progress(f"(a) round {k + 1}/{p['processes']} [{i + 1}/{len(networks)}] {name}")
+            got = _run(["--worker", name, "--threads", str(p["threads"]), "--warmup", str(p["warmup"]),
+                        "--repeats", str(p["repeats"]), "--repeats-b16", str(p["repeats_b16"]),
+                        "--batches", *map(str, batches)])
+            runs[name].append(got["measured"][0])
+    return {"threads": p["threads"], "processes": p["processes"], "calibration": cal.get("spec"),
+            "refused": [cal["refused"]] if "refused" in cal else [],
             "measured": [combine(runs[name]) for name in networks]}
 
+
+def protocol_b(networks, batches, p: dict, progress) -> dict:
+    refused, cal = [], {}
+    for k in range(p["tries"]):
+        progress(f"(b) calibrating with calibrate()'s defaults, try {k + 1}")
+        cal = _calibrate(p)
+        if "spec" in cal:
+            break
+        refused.append(cal["refused"])
+        progress(f"(b) refused: {cal['refused']}")
+    progress(f"(b) timing {len(networks)} networks in one process")
+    got = _run(["--worker", *networks, "--warmup", str(p["warmup"]), "--repeats", str(p["repeats"]),
+                "--repeats-b16", str(p["repeats_b16"]), "--batches", *map(str, batches)])
+    return {"threads": got["threads"], "processes": 1, "calibration": cal.get("spec"), "refused": refused,
+            "measured": got["measured"]}
+
+
+def protocol_c(p: dict, progress) -> dict:
+    trials = []
+    for k in range(p["trials"]):
+        progress(f"(c) calibrating beside a busy process, trial {k + 1}")
+        with busy_neighbour():
+            cal = _calibrate(p)
+        trials.append(cal)
+        progress(f"(c) {'refused: ' + cal['refused'] if 'refused' in cal else 'accepted'}")
+    return {"trials": trials}
+
+
+def measure_all(networks, batches, protocols=("a", "b", "c"), progress=print, quick: bool = False) -> dict:
+    specs = {k: dict(v) for k, v in PROTOCOLS.items()}
+    if quick:          # smoke-test sizes
+        for v in specs.values():
+            v.update(seconds=3.0, processes=1, warmup=1, repeats=2, repeats_b16=2, tries=1, trials=1)
+    data = {"machine": machine(), "networks": list(networks), "batches": list(batches), "protocols": {}}
+    for key in protocols:
+        p = specs[key]
+        data["protocols"][key] = (protocol_a(networks, batches, p, progress) if key == "a" else
+                                  protocol_b(networks, batches, p, progress) if key == "b" else
+                                  protocol_c(p, progress))
+        data["protocols"][key]["settings"] = p
+    return data
+
+
+# == evaluation ===================================================================================================
 
 def device_of(spec: dict) -> Device:
     """The calibrated spec as a Device (what ``save_local`` would store, without touching the user's file)."""
@@ -130,131 +252,224 @@ def percentile(values, q: float) -> float:
     return v[lo] + (v[hi] - v[lo]) * (pos - lo)
 
 
-def evaluate(data: dict, **estimate_kw) -> dict:
-    """Per network and batch: measured, PALEO-predicted and baseline latency with their errors, and the summary."""
-    dev = device_of(data["calibration"])
+def summarize(errors: list[float]) -> dict:
+    return {"median": statistics.median(errors), "p90": percentile(errors, 0.9), "max": max(errors), "n": len(errors)}
+
+
+def evaluate(spec: dict, measured: list[dict]) -> dict:
+    """Per network, batch and pass: measured, predicted and baseline latency with their errors, and per pass the
+    summary (overall, and per batch size)."""
+    dev = device_of(spec)
     peak = dev.peak("fp32")
     rows = []
-    for m in data["measured"]:
-        for b, lat in m["latency"].items():
-            r = core.analyze(m["network"], input_shape=tuple(m["input"]), batch_size=int(b))
-            e = estimate(r, dev, batch_size=int(b), **estimate_kw)
-            rows.append({"network": m["network"], "batch": int(b), "measured_ms": lat["median_s"] * 1e3,
-                         "process_ms": [x * 1e3 for x in lat.get("process_medians_s", [lat["median_s"]])],
-                         "iqr_ms": lat["iqr_s"] * 1e3, "predicted_ms": e.totals["forward_s"] * 1e3,
-                         "flops": r.totals["flops"]})
-    fit = [r for r in rows if r["network"] == FIT_ON] or rows[:1]
-    # PPP with which FLOPs ÷ (peak × PPP) reproduces the fitted network: geometric mean over its batch sizes
-    ppp = math.exp(statistics.fmean(math.log(r["flops"] / peak / (r["measured_ms"] / 1e3)) for r in fit))
+    for m in measured:
+        for b, case in m["cases"].items():
+            r = core.analyze(m["network"], input_shape=tuple(case["input"]), batch_size=int(b), optimizer=OPTIMIZER)
+            t = estimate(r, dev, batch_size=int(b), optimizer=OPTIMIZER).totals
+            for p in PASSES:
+                lat = case[p]
+                rows.append({"network": m["network"], "batch": int(b), "input": case["input"], "pass": p,
+                             "measured_ms": lat["median_s"] * 1e3,
+                             "process_ms": [x * 1e3 for x in lat.get("process_medians_s", [lat["median_s"]])],
+                             "iqr_ms": lat["iqr_s"] * 1e3, "predicted_ms": t[ESTIMATE_KEY[p]] * 1e3,
+                             "flops": r.totals[FLOPS_KEY[p]]})
+    ppp = {}
+    for p in PASSES:
+        fit = [r for r in rows if r["pass"] == p and r["network"] == FIT_ON] or [r for r in rows if r["pass"] == p][:1]
+        # PPP with which FLOPs ÷ (peak × PPP) reproduces the fitted network: geometric mean over its batch sizes
+        ppp[p] = math.exp(statistics.fmean(math.log(r["flops"] / peak / (r["measured_ms"] / 1e3)) for r in fit))
     for r in rows:
-        r["baseline_ms"] = r["flops"] / (peak * ppp) * 1e3
+        r["baseline_ms"] = r["flops"] / (peak * ppp[r["pass"]]) * 1e3
         r["error"] = abs(r["predicted_ms"] - r["measured_ms"]) / r["measured_ms"]
+        r["signed_error"] = r["predicted_ms"] / r["measured_ms"] - 1
         r["baseline_error"] = abs(r["baseline_ms"] - r["measured_ms"]) / r["measured_ms"]
     summary = {}
-    for key in ("error", "baseline_error"):
-        errs = [r[key] for r in rows]
-        summary[key] = {"median": statistics.median(errs), "p90": percentile(errs, 0.9), "max": max(errs)}
-        for b in sorted({r["batch"] for r in rows}):
-            e_b = [r[key] for r in rows if r["batch"] == b]
-            summary[key][f"median_b{b}"] = statistics.median(e_b)
+    for p in PASSES:
+        mine = [r for r in rows if r["pass"] == p]
+        summary[p] = {key: summarize([r[key] for r in mine]) for key in ("error", "baseline_error")}
+        for b in sorted({r["batch"] for r in mine}):
+            summary[p][f"median_b{b}"] = statistics.median(r["error"] for r in mine if r["batch"] == b)
     return {"rows": rows, "summary": summary, "baseline_ppp": ppp, "device": dev}
 
+
+def evaluate_all(data: dict) -> dict:
+    """Each protocol's evaluation; (c)'s accepted calibrations are judged on (b)'s latencies."""
+    prot = data["protocols"]
+    out = {}
+    for key in ("a", "b"):
+        if key in prot and prot[key].get("calibration"):
+            out[key] = evaluate(prot[key]["calibration"], prot[key]["measured"])
+    if "c" in prot:
+        quiet = prot.get("b", {}).get("measured")
+        out["c"] = [{"refused": t["refused"]} if "refused" in t else
+                    {"spec": t["spec"], **({"eval": evaluate(t["spec"], quiet)} if quiet else {})}
+                    for t in prot["c"]["trials"]]
+    return out
+
+
+# == report =======================================================================================================
+
+def _pct(x) -> str:
+    return "–" if x is None or x != x else f"{x:.1%}"
+
+
+def _calibration_line(label: str, pr: dict) -> str:
+    spec = pr.get("calibration")
+    refused = pr.get("refused") or []
+    parts = [f"- {label}: {pr['threads']} thread(s)"]
+    if refused:
+        parts.append(f"calibrate refused {len(refused)}× first (" + "; ".join(f"“{m}”" for m in refused) + ")")
+    if spec:
+        dev = device_of(spec)
+        cal = spec.get("calibration") or {}
+        eff = ", ".join(f"{k} {v:.2f}" for k, v in dev.efficiency.items())
+        over = ", ".join(f"{k} {v * 1e6:.0f} µs" for k, v in dev.layer_overhead.items())
+        parts.append(f"fp32 peak {dev.peak('fp32') / 1e9:.1f} GFLOP/s, bandwidth {dev.memory_bandwidth / 1e9:.1f} "
+                     f"GB/s, efficiencies {eff}; per-layer overhead {over}")
+        if cal.get("held_out_error") is not None:
+            parts.append(f"its self-check predicted the held-out networks within {cal['held_out_error']:.0%}"
+                         + (" (kept as noisy)" if cal.get("noisy") else ""))
+    return "; ".join(parts) + "."
+
+
+def markdown(results: dict) -> str:
+    data, ev = results["data"], results["eval"]
+    prot = data["protocols"]
+    m = data["machine"]
+    lines = [
+        "## Prediction accuracy on this machine",
+        "",
+        f"{m['cpu']} ({m['cores']} cores), torch {m['torch']}, measured {m['date']}. "
+        f"{len(data['networks'])} torchvision CNNs (random weights), batch 1 on the network's own input and batch "
+        f"16 on {'×'.join(map(str, SMALL_INPUT[1:]))}; forward (eval, no_grad) and training step (zero_grad, "
+        "forward, backward, SGD with momentum). Predicted: the calibrated CPU's estimate. Baseline: FLOPs ÷ (peak × "
+        f"PPP), one PPP per pass fitted on {FIT_ON}. Error: |predicted − measured| ÷ measured.",
+        "",
+        "Protocols:",
+        "- (a) controlled: calibrate at 1 thread (60 s), each network timed at 1 thread in 3 fresh processes, in "
+        "rounds; median of the processes' medians (each: 2 warm-ups, 7 runs; 3 at batch 16).",
+        "- (b) as a user runs it: `calibrate()`'s defaults (30 s, torch's default threads) in its own process, then "
+        "every network in one process at those threads, median of 7 after 3 warm-ups.",
+        "- (c) busy neighbour: `calibrate()`'s defaults while a busy-loop process holds one core; the networks are "
+        "(b)'s, timed on a quiet machine.",
+        "",
+        "| protocol | pass | median error | p90 error | max error | median at batch 1 | median at batch 16 | "
+        "baseline median | baseline p90 |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for key in ("a", "b"):
+        if key not in ev:
+            continue
+        for p in PASSES:
+            s = ev[key]["summary"][p]
+            e, be = s["error"], s["baseline_error"]
+            lines.append(f"| {PROTOCOLS[key]['label']} | {p.replace('_', ' ')} | {e['median']:.1%} | {e['p90']:.1%} | "
+                         f"{e['max']:.1%} | {_pct(s.get('median_b1'))} | "
+                         f"{_pct(s.get('median_b16'))} | {be['median']:.1%} | {be['p90']:.1%} |")
+    for k, trial in enumerate(ev.get("c", []), 1):
+        if "refused" in trial:
+            lines.append(f"| (c) trial {k} | — | refused: “{trial['refused']}” | | | | | | |")
+        elif "eval" in trial:
+            for p in PASSES:
+                s = trial["eval"]["summary"][p]
+                lines.append(f"| (c) trial {k}: accepted | {p.replace('_', ' ')} | {s['error']['median']:.1%} | "
+                             f"{s['error']['p90']:.1%} | {s['error']['max']:.1%} | "
+                             f"{_pct(s.get('median_b1'))} | {_pct(s.get('median_b16'))} | "
+                             f"{s['baseline_error']['median']:.1%} | {s['baseline_error']['p90']:.1%} |")
+    lines += ["", f"Targets (protocol b, forward and training step): median ≤ {TARGET['median']:.0%}, p90 ≤ "
+                  f"{TARGET['p90']:.0%}; protocol (c): calibrate refuses naming the load, or the same targets + 10 "
+                  "points.", "", "Calibrations:"]
+    for key in ("a", "b"):
+        if key in prot:
+            lines.append(_calibration_line(PROTOCOLS[key]["label"], prot[key]))
+    if "a" in ev:
+        spreads = [(max(p) - min(p)) / statistics.median(p) for p in (r["process_ms"] for r in ev["a"]["rows"])
+                   if len(p) > 1]
+        if spreads:
+            lines += ["", "In (a) the same case timed in different processes differs by "
+                          f"{statistics.median(spreads):.0%} (median over rows of (slowest − fastest) ÷ median; "
+                          f"largest {max(spreads):.0%}): the "
+                          "machine is shared, and that noise is part of every error below."]
+    by = {key: {(r["network"], r["batch"], r["pass"]): r for r in ev[key]["rows"]} for key in ("a", "b") if key in ev}
+    keys = sorted({k for rows in by.values() for k in rows}, key=lambda k: (k[2], k[1], k[0]))
+    cols = [key for key in ("a", "b") if key in by]
+    lines += ["", "| network | batch | pass | " + " | ".join(f"({c}) measured ms | ({c}) predicted ms | ({c}) error"
+                                                          for c in cols) + " |",
+              "|---|---:|---|" + "---:|" * (3 * len(cols))]
+    for k in keys:
+        cells = []
+        for c in cols:
+            r = by[c].get(k)
+            cells += ([f"{r['measured_ms']:.1f}", f"{r['predicted_ms']:.1f}", f"{r['signed_error']:+.0%}"] if r
+                      else ["", "", ""])
+        lines.append(f"| {k[0]} | {k[1]} | {k[2].replace('_', ' ')} | " + " | ".join(cells) + " |")
+    lines += ["", "Signed errors: + means predicted slower than measured."]
+    return "\n".join(lines) + "\n"
+
+
+# == entry points =================================================================================================
 
 def progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
 def measure(quick: bool = False, progress=progress, reuse: bool = False) -> dict:
-    """What ``run_all.py`` calls: calibrate and measure (or, with ``reuse``, the cached measurements), evaluate."""
+    """What ``run_all.py`` calls: measure (or, with ``reuse``, read the cached measurements), evaluate."""
     if reuse:
         data = json.loads(CACHE.read_text())
-    elif quick:
-        data = measure_all(*QUICK, threads=1, warmup=1, repeats=2, seconds=3.0, progress=progress)
     else:
-        data = measure_all(NETWORKS, BATCHES, threads=1, warmup=2, repeats=7, seconds=60.0, progress=progress,
-                           processes=PROCESSES)
-        CACHE.parent.mkdir(exist_ok=True)
-        CACHE.write_text(json.dumps(data, indent=1))
-    return {"data": data, "eval": evaluate(data)}
-
-
-def markdown(results: dict) -> str:
-    data, ev = results["data"], results["eval"]
-    s, dev = ev["summary"], ev["device"]
-    m = data["machine"]
-    eff = ", ".join(f"{k} {v:.2f}" for k, v in dev.efficiency.items())
-    lines = [
-        "## Prediction accuracy on this machine",
-        "",
-        f"{m['cpu']}, {data['threads']} thread(s), torch {m['torch']}, measured {m['date']}. Calibrated device: fp32 "
-        f"peak {dev.peak('fp32') / 1e9:.1f} GFLOP/s, bandwidth {dev.memory_bandwidth / 1e9:.1f} GB/s, efficiencies "
-        f"{eff}; per-layer overhead " + ", ".join(f"{k} {v * 1e6:.0f} µs" for k, v in dev.layer_overhead.items())
-        + (f"; fresh pages at {dev.alloc_bandwidth / 1e9:.2f} GB/s (glibc's malloc replayed, `core/cpu_heap.py`)"
-           if dev.alloc_bandwidth else "") + ".",
-        f"Baseline: FLOPs ÷ (peak × PPP) with PPP = {ev['baseline_ppp']:.3f} fitted on {FIT_ON}.",
-        "Forward pass, torchvision models with random weights, eval mode, no_grad; median of timed runs after "
-        f"warm-up in each of {data.get('processes', 1)} fresh process(es) per network, measured in rounds; the "
-        "latency is the median of the processes' medians.",
-        "",
-        "| model | median error | p90 error | max error | median at batch 1 | median at batch 16 |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
-    for key, label in (("error", "PALEO, calibrated"), ("baseline_error", "baseline (one PPP)")):
-        v = s[key]
-        lines.append(f"| {label} | {v['median']:.1%} | {v['p90']:.1%} | {v['max']:.1%} | "
-                     f"{v.get('median_b1', float('nan')):.1%} | {v.get('median_b16', float('nan')):.1%} |")
-    lines += ["", "Target for the calibrated model: median ≤ 15 %, p90 ≤ 30 %."]
-    spreads = [(max(p) - min(p)) / statistics.median(p) for p in (r["process_ms"] for r in ev["rows"]) if len(p) > 1]
-    if spreads:
-        lines += ["", f"The same network timed in different processes differs by {statistics.median(spreads):.0%} "
-                      f"(median over rows of (slowest − fastest) ÷ median; largest {max(spreads):.0%}): the machine "
-                      "is shared, and that noise is part of every error below."]
-    lines += ["", "| network | batch | measured ms | processes ms | IQR ms | PALEO ms | error | baseline ms | "
-                  "baseline error |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for r in sorted(ev["rows"], key=lambda r: (r["batch"], r["network"])):
-        spread = "–".join(f"{v:.1f}" for v in (min(r["process_ms"]), max(r["process_ms"])))
-        lines.append(f"| {r['network']} | {r['batch']} | {r['measured_ms']:.2f} | {spread} | {r['iqr_ms']:.2f} | "
-                     f"{r['predicted_ms']:.2f} | {r['error']:.0%} | {r['baseline_ms']:.2f} | "
-                     f"{r['baseline_error']:.0%} |")
-    return "\n".join(lines) + "\n"
-
-
-def main(argv=None) -> dict:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true", help="two small networks at batch 1, short calibration")
-    ap.add_argument("--reuse", action="store_true", help=f"evaluate the cached measurements ({CACHE.name})")
-    ap.add_argument("--recalibrate", action="store_true",
-                    help="with --reuse: calibrate again (a changed calibration) and evaluate the cached latencies")
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--repeats", type=int, default=7)
-    ap.add_argument("--seconds", type=float, default=60.0, help="calibration budget")
-    ap.add_argument("--processes", type=int, default=PROCESSES, help="fresh processes per network")
-    ap.add_argument("--networks", nargs="*")
-    ap.add_argument("--batches", nargs="*", type=int)
-    ap.add_argument("--worker")
-    ap.add_argument("--calibrate-worker", action="store_true")
-    args = ap.parse_args(argv)
-    if args.worker:
-        return _worker(args.worker, args.batches or BATCHES, args.threads, args.warmup, args.repeats)
-    if args.calibrate_worker:
-        return _calibrate_worker(args.threads, args.seconds)
-    if args.reuse:
-        data = json.loads(CACHE.read_text())
-        if args.recalibrate:
-            data["calibration"] = _run(["--calibrate-worker", "--threads", str(data["threads"]), "--seconds",
-                                        str(args.seconds)])
-            CACHE.write_text(json.dumps(data, indent=1))
-    else:
-        nets, batches = QUICK if args.quick else (tuple(args.networks or NETWORKS), tuple(args.batches or BATCHES))
-        data = measure_all(nets, batches, args.threads, 1 if args.quick else args.warmup,
-                           2 if args.quick else args.repeats, 3.0 if args.quick else args.seconds,
-                           progress=lambda msg: print(msg, file=sys.stderr, flush=True),
-                           processes=1 if args.quick else args.processes)
-        if not args.quick:
+        data = measure_all(*(QUICK if quick else (NETWORKS, BATCHES)), progress=progress, quick=quick)
+        if not quick:
             CACHE.parent.mkdir(exist_ok=True)
             CACHE.write_text(json.dumps(data, indent=1))
-    results = {"data": data, "eval": evaluate(data)}
+    return {"data": data, "eval": evaluate_all(data)}
+
+
+def main(argv=None) -> dict | None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="two small networks at batch 1, 3 s calibrations")
+    ap.add_argument("--reuse", action="store_true", help=f"evaluate the cached measurements ({CACHE.name})")
+    ap.add_argument("--recalibrate", nargs="*", choices=("a", "b"), default=[],
+                    help="with --reuse: calibrate these protocols again and evaluate the cached latencies")
+    ap.add_argument("--protocols", nargs="*", choices=tuple(PROTOCOLS), default=list(PROTOCOLS),
+                    help="measure only these protocols (the others are kept from the cache)")
+    ap.add_argument("--networks", nargs="*")
+    ap.add_argument("--batches", nargs="*", type=int)
+    # worker-process arguments
+    ap.add_argument("--worker", nargs="*")
+    ap.add_argument("--calibrate-worker", action="store_true")
+    ap.add_argument("--threads", type=int)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--repeats-b16", type=int, default=3)
+    ap.add_argument("--seconds", type=float, default=30.0)
+    ap.add_argument("--dtypes", nargs="*")
+    args = ap.parse_args(argv)
+    if args.worker:
+        return _worker(args.worker, args.batches or BATCHES, args.threads, args.warmup, args.repeats,
+                       args.repeats_b16)
+    if args.calibrate_worker:
+        return _calibrate_worker(args.threads, args.seconds, args.dtypes)
+    if args.reuse:
+        data = json.loads(CACHE.read_text())
+        for key in args.recalibrate:
+            got = _calibrate(PROTOCOLS[key])
+            data["protocols"][key]["calibration"] = got.get("spec") or data["protocols"][key]["calibration"]
+            data["protocols"][key]["refused"] = [got["refused"]] if "refused" in got else []
+        if args.recalibrate:
+            CACHE.write_text(json.dumps(data, indent=1))
+    elif args.quick:
+        data = measure_all(*QUICK, progress=progress, quick=True)
+    else:
+        nets, batches = tuple(args.networks or NETWORKS), tuple(args.batches or BATCHES)
+        data = measure_all(nets, batches, tuple(args.protocols), progress=progress)
+        if set(args.protocols) != set(PROTOCOLS) and CACHE.exists():     # keep the other protocols' measurements
+            old = json.loads(CACHE.read_text())
+            if "protocols" in old:
+                data["protocols"] = {**old["protocols"], **data["protocols"]}
+        CACHE.parent.mkdir(exist_ok=True)
+        CACHE.write_text(json.dumps(data, indent=1))
+    results = {"data": data, "eval": evaluate_all(data)}
     print(markdown(results))
     return results
 

@@ -1,4 +1,4 @@
-"""The prediction-accuracy benchmark runs (quick: short calibration, two small networks) and its arithmetic holds;
+"""The prediction-accuracy benchmark runs (quick: 3 s calibrations, two small networks) and its arithmetic holds;
 its accuracy is reported in docs/benchmarks.md, never asserted here."""
 
 import math
@@ -16,20 +16,35 @@ SPEC = {"id": "local", "name": "test CPU", "vendor": "x", "kind": "CPU", "year":
         "peak_flops": {"fp32": 1e11}, "memory_bandwidth": 2e10, "source": "hand-made", "note": ""}
 
 
-def test_baseline_ppp_is_fitted_on_resnet50_and_reproduces_it():
-    r50 = core.analyze("resnet50").totals["flops"]
-    # ResNet50 measured at 80 ms: PPP = FLOPs / peak / t; the baseline then gives back exactly 80 ms for it,
-    # and for a network with half the FLOPs (measured 50 ms) it gives 40 ms: an error of 10/50 = 20 %
-    data = {"calibration": SPEC, "measured": [
-        {"network": "resnet50", "input": [3, 224, 224], "latency": {"1": {"median_s": 0.080, "iqr_s": 0.001}}},
-        {"network": "resnet18", "input": [3, 224, 224], "latency": {"1": {"median_s": 0.050, "iqr_s": 0.001}}}]}
-    ev = bench_predict.evaluate(data)
-    assert ev["baseline_ppp"] == pytest.approx(r50 / 1e11 / 0.080)
-    rows = {r["network"]: r for r in ev["rows"]}
-    assert rows["resnet50"]["baseline_ms"] == pytest.approx(80.0) and rows["resnet50"]["baseline_error"] < 1e-12
-    r18 = core.analyze("resnet18").totals["flops"]
-    assert rows["resnet18"]["baseline_ms"] == pytest.approx(80.0 * r18 / r50)
-    assert rows["resnet18"]["error"] == pytest.approx(abs(rows["resnet18"]["predicted_ms"] - 50.0) / 50.0)
+def _case(fwd_s: float, step_s: float) -> dict:
+    return {"1": {"input": [3, 224, 224], "forward": {"median_s": fwd_s, "iqr_s": 0.001, "samples": 7},
+                  "train_step": {"median_s": step_s, "iqr_s": 0.002, "samples": 7}}}
+
+
+def test_baseline_ppp_is_fitted_per_pass_on_resnet50_and_reproduces_it():
+    r50 = core.analyze("resnet50").totals
+    r18 = core.analyze("resnet18").totals
+    # ResNet50 forward measured at 80 ms: PPP = FLOPs / peak / t; the baseline then gives back exactly 80 ms for
+    # it, and for ResNet18 80 ms × its FLOPs ÷ ResNet50's. The training step gets its own PPP from ResNet50's
+    # 240 ms step and its training FLOPs.
+    measured = [{"network": "resnet50", "cases": _case(0.080, 0.240)},
+                {"network": "resnet18", "cases": _case(0.050, 0.160)}]
+    ev = bench_predict.evaluate(SPEC, measured)
+    assert ev["baseline_ppp"]["forward"] == pytest.approx(r50["flops"] / 1e11 / 0.080)
+    assert ev["baseline_ppp"]["train_step"] == pytest.approx(r50["training_flops"] / 1e11 / 0.240)
+    rows = {(r["network"], r["pass"]): r for r in ev["rows"]}
+    assert rows["resnet50", "forward"]["baseline_ms"] == pytest.approx(80.0)
+    assert rows["resnet50", "train_step"]["baseline_ms"] == pytest.approx(240.0)
+    assert rows["resnet18", "forward"]["baseline_ms"] == pytest.approx(80.0 * r18["flops"] / r50["flops"])
+    assert rows["resnet18", "train_step"]["baseline_ms"] == pytest.approx(
+        240.0 * r18["training_flops"] / r50["training_flops"])
+    # the prediction is the calibrated device's estimate of the same case, and the error is relative to measured
+    est = core.estimate("resnet18", bench_predict.device_of(SPEC), optimizer="sgd_momentum").totals
+    assert rows["resnet18", "forward"]["predicted_ms"] == pytest.approx(est["forward_s"] * 1e3)
+    assert rows["resnet18", "train_step"]["predicted_ms"] == pytest.approx(est["training_step_s"] * 1e3)
+    assert rows["resnet18", "train_step"]["error"] == pytest.approx(
+        abs(est["training_step_s"] * 1e3 - 160.0) / 160.0)
+    assert ev["summary"]["forward"]["error"]["n"] == 2
 
 
 def test_percentile_interpolates():
@@ -37,30 +52,62 @@ def test_percentile_interpolates():
     assert bench_predict.percentile([7], 0.9) == 7
 
 
-def test_quick_run_measures_and_reports():
+def test_batch_16_runs_on_the_small_input_and_batch_1_on_the_networks_own():
+    assert bench_predict.input_of("inception_v3", 1) == (3, 299, 299)
+    assert bench_predict.input_of("resnet18", 16) == (3, 112, 112)
+
+
+def test_quick_run_measures_every_protocol_and_reports():
     out = bench_predict.main(["--quick"])
-    rows = out["eval"]["rows"]
-    assert {r["network"] for r in rows} == set(bench_predict.QUICK[0]) and all(r["batch"] == 1 for r in rows)
-    assert all(r["measured_ms"] > 0 and r["predicted_ms"] > 0 and math.isfinite(r["error"]) for r in rows)
-    spec = out["data"]["calibration"]
+    prot = out["data"]["protocols"]
+    assert set(prot) == {"a", "b", "c"}
+    for key in ("a", "b"):
+        rows = out["eval"][key]["rows"]
+        assert {r["network"] for r in rows} == set(bench_predict.QUICK[0])
+        assert {r["pass"] for r in rows} == {"forward", "train_step"} and all(r["batch"] == 1 for r in rows)
+        assert all(r["measured_ms"] > 0 and r["predicted_ms"] > 0 and math.isfinite(r["error"]) for r in rows)
+    assert prot["a"]["threads"] == 1 and prot["b"]["threads"] >= 1
+    spec = prot["a"]["calibration"]
     assert set(spec["layer_overhead"]) == set(spec["efficiency"]) == set(core.devices.OP_CLASSES)
-    assert "| PALEO, calibrated |" in bench_predict.markdown(out)
+    # (c): each trial either refused with a message or was judged on (b)'s timings
+    for trial in out["eval"]["c"]:
+        assert trial.get("refused") or trial["eval"]["summary"]["forward"]["error"]["n"] == len(prot["b"]["measured"])
+    text = bench_predict.markdown(out)
+    assert "| (a) controlled | forward |" in text and "| (b) as a user runs it | train step |" in text
 
 
 def test_latency_of_several_processes_is_the_median_of_their_medians():
     """Three processes at 30, 50 and 40 ms (IQRs 1, 3, 2 ms; 7 samples each): 40 ms, IQR 2 ms, 21 samples, and
     every process's median kept."""
-    runs = [{"network": "resnet18", "input": [3, 224, 224],
-             "latency": {"1": {"median_s": m, "iqr_s": q, "samples": 7}}}
+    runs = [{"network": "resnet18", "cases": {"1": {"input": [3, 224, 224],
+                                                    **{p: {"median_s": m, "iqr_s": q, "samples": 7}
+                                                       for p in bench_predict.PASSES}}}}
             for m, q in ((0.030, 0.001), (0.050, 0.003), (0.040, 0.002))]
-    lat = bench_predict.combine(runs)["latency"]["1"]
-    assert lat == {"median_s": 0.040, "process_medians_s": [0.030, 0.050, 0.040], "iqr_s": 0.002, "samples": 21}
+    case = bench_predict.combine(runs)["cases"]["1"]
+    assert case["input"] == [3, 224, 224]
+    assert case["train_step"] == {"median_s": 0.040, "process_medians_s": [0.030, 0.050, 0.040], "iqr_s": 0.002,
+                                  "samples": 21}
 
 
+def test_busy_neighbour_spins_and_is_stopped():
+    with bench_predict.busy_neighbour() as n:
+        assert n.proc.poll() is None            # running while calibrate would run
+    assert n.proc.poll() is not None            # killed after
+
+
+def test_a_refused_trial_is_reported_with_its_message():
+    data = {"machine": {"cpu": "x", "cores": 2, "torch": "2", "date": "2026-11-23"}, "networks": ["resnet18"],
+            "batches": [1], "protocols": {"c": {"trials": [{"refused": "another process is using the CPU: …"}]}}}
+    ev = bench_predict.evaluate_all(data)
+    assert ev["c"] == [{"refused": "another process is using the CPU: …"}]
+    assert "refused: “another process is using the CPU: …”" in bench_predict.markdown({"data": data, "eval": ev})
+
+
+@pytest.mark.skipif(not bench_predict.CACHE.exists() or "protocols" not in bench_predict.CACHE.read_text()[:20000],
+                    reason="no committed multi-protocol measurements yet")
 def test_run_all_reuse_reevaluates_the_committed_latencies(tmp_path):
     """`run_all.py --only predict --reuse` writes the section from benchmarks/results/ without timing anything."""
     import run_all
 
     doc = run_all.main(["--only", "predict", "--reuse", "--out", str(tmp_path / "b.md")])
-    assert "## Prediction accuracy on this machine" in doc and "| PALEO, calibrated |" in doc
-    assert "fresh process(es) per network" in doc
+    assert "## Prediction accuracy on this machine" in doc and "| (b) as a user runs it | forward |" in doc
