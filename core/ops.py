@@ -94,8 +94,8 @@ def _macs_flops_lines(names: list[str], values: list[int], batch: int) -> list[F
 # ``in_shapes`` and ``out_shape``) and the names of its input variables, and says how it becomes torch
 # (``core.bridge.to_torch``). An importer's handler gets the fx converter ``c`` (``core.bridge.fx_import``:
 # ``c.emit``, ``c.ref``, ``c.scoped``, ``c.arg``, ``c.value``, ``c.pair``, ``c.claim``, ``c.warn``,
-# ``c.unsupported``, …), the fx node ``n`` and, for an ``nn`` module, the module; it emits IR nodes and returns the
-# IR name of the result. Neither needs torch here: importers name their targets by dotted path.
+# ``c.unsupported``, ``c.symbolic_sizes``, …), the fx node ``n`` and, for an ``nn`` module, the module; it emits IR
+# nodes and returns the IR name of the result. Neither needs torch here: importers name their targets by dotted path.
 
 def _compact(v: Any) -> Any:
     """(3, 3) → 3 for pair-valued arguments (torch reads an int as the square pair), for readable source."""
@@ -1323,8 +1323,20 @@ register(OpRule("flatten", "shape", (Attr("start_dim", "int", 1), Attr("end_dim"
 
 
 def _reshape_shape(ctx: Ctx):
+    """``shape`` followed by the input's last ``keep_trailing`` dims, as they are. The kept dims make a view that
+    only regroups the leading dims (ShuffleNet's channel shuffle, [116, H, W] → [2, 58, H, W]) valid at any H, W;
+    ``shape`` must then hold exactly the elements of the input's other dims (one -1 is resolved against them)."""
+    k, rank = ctx["keep_trailing"], len(ctx.x)
+    if k > rank:
+        raise ctx.fail(f"keeps more trailing dims than the input's {rank} per-sample dims "
+                       f"[{', '.join(map(str, ctx.x))}]", "keep_trailing", k)
+    head, kept = ctx.x[:rank - k], ctx.x[rank - k:]
     target = ctx["shape"]
-    total = numel(ctx.x)
+    total = numel(head)
+    what = f"[{', '.join(map(str, head))}]"
+    if k:
+        what += (f" (the input [{', '.join(map(str, ctx.x))}] without its last {k} dim{'s' if k > 1 else ''}, "
+                 f"kept: keep_trailing={k})")
     if sum(1 for d in target if d == -1) > 1:
         raise ctx.fail("at most one dimension may be -1", "shape", target)
     if any(d == 0 or d < -1 for d in target):
@@ -1332,26 +1344,62 @@ def _reshape_shape(ctx: Ctx):
     known = numel(tuple(d for d in target if d != -1))
     if -1 in target:
         if total % known:
-            raise ctx.fail(f"cannot view {total:,} elements per sample as {list(target)}", "shape", target)
+            raise ctx.fail(f"cannot view {total:,} elements per sample {what} as {list(target)}", "shape", target)
         target = tuple(total // known if d == -1 else d for d in target)
     if numel(target) != total:
-        raise ctx.fail(f"cannot view {total:,} elements per sample [{', '.join(map(str, ctx.x))}] as "
+        raise ctx.fail(f"cannot view {total:,} elements per sample {what} as "
                        f"[{', '.join(map(str, target))}] ({numel(target):,})", "shape", ctx["shape"])
-    return tuple(target)
+    return tuple(target) + kept
 
 
 def _reshape_torch(n, xs):
-    """The batch is kept: ``x.reshape(x.shape[0], *shape)``."""
+    """The batch is kept: ``x.reshape(x.shape[0], *out_shape)`` (kept trailing dims included, at this input size)."""
     return TorchExpr(f"{xs[0]}.reshape({xs[0]}.shape[0], {', '.join(map(str, n.out_shape))})")
 
 
+def _view_dims(c, n):
+    """The target dims of a view/reshape call as written (batch first; fx nodes for sizes read off tensors), or
+    None for calls that take none (squeeze, unsqueeze) or a shape held in one value."""
+    if n.op == "call_method" and n.target in ("view", "reshape"):
+        dims = tuple(n.args[1:]) or (n.kwargs.get("shape", n.kwargs.get("size")),)
+    elif n.op == "call_function" and n.target is c.torch.reshape:
+        dims = (c.arg(n, 1, "shape"),)
+    else:
+        return None
+    if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
+        dims = tuple(dims[0])
+    return dims
+
+
+def _kept_trailing(c, n, out: tuple) -> int:
+    """How many trailing dims of the input the traced view keeps: the largest k < the input's rank with the output's
+    last k dims equal to the input's last k. A size the code wrote as a literal (``x.view(-1, 8, 8)`` traced on an
+    8×8 input) is fixed, not kept: in a symbolic trace such a dim stops the count. A view whose kept dims merely
+    coincide at this size is harmless: at another size its leading part no longer matches and the network fails
+    with the reshape's message, as it did with literal shapes."""
+    x = tuple(c.value(n.args[0]).shape[1:])
+    k = 0
+    while k < min(len(x) - 1, len(out)) and out[len(out) - 1 - k] == x[len(x) - 1 - k]:
+        k += 1
+    dims = _view_dims(c, n) if c.symbolic_sizes else None
+    if dims is not None and len(dims) == len(out) + 1:
+        while k and any(isinstance(d, int) for d in dims[len(dims) - k:]):     # a literal among them: keep fewer
+            k -= 1
+    return k
+
+
 def _reshape_import(c, n):
-    return c.emit(c.scoped(n), "reshape", [c.ref(n.args[0])], shape=c.out_shape(n))
+    x, out = c.ref(n.args[0]), c.out_shape(n)
+    k = _kept_trailing(c, n, out)
+    return c.emit(c.scoped(n), "reshape", [x], shape=out[:len(out) - k], keep_trailing=k or None)
 
 
-register(OpRule("reshape", "shape", (Attr("shape", "ints", doc="per-sample target shape, batch excluded"),),
+register(OpRule("reshape", "shape", (Attr("shape", "ints", doc="per-sample target shape, batch excluded"),
+                                     Attr("keep_trailing", "nonneg", 0,
+                                          doc="the input's last k dims follow `shape` as they are (any size)")),
                 _reshape_shape, _zero_cost, _zero_formula, alias=True,
-                doc="view/reshape; the batch stays dim 0 (x.view(-1, 320) is shape [320])", torch="Tensor.view",
+                doc="view/reshape; the batch stays dim 0 (x.view(-1, 320) is shape [320]); keep_trailing=k appends "
+                    "the input's last k dims to `shape`", torch="Tensor.view",
                 work="shape", to_torch=_reshape_torch,
                 imports=_calls(_reshape_import, "torch.reshape", "view", "reshape", "unsqueeze", "squeeze")))
 

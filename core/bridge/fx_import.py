@@ -16,6 +16,10 @@ An op the IR has no rule for becomes an explicit ``opaque`` node with torch's sh
 ``ImportResult.unsupported`` and the warnings — never counted as zero in silence. Computation that does not depend on
 the input (relative-position tables, a bias MLP over a constant grid) is done once per forward, whatever the batch:
 its parameters are counted, its arithmetic is not modelled (a warning says so).
+
+Shapes are recorded as traced, so most networks re-propagate only at the traced input size; a view that only
+regroups leading dims and keeps the input's last dims (ShuffleNet's channel shuffle, [C, H, W] → [2, C/2, H, W])
+records them as kept (``reshape.keep_trailing``), so it holds at any H, W (see ``core.ops._kept_trailing``).
 """
 
 from __future__ import annotations
@@ -235,7 +239,9 @@ def _trace_with(module, shape):
 
     tracer = ShapeTracer()
     graph = tracer.trace(module)
-    return fx.GraphModule(tracer.root, graph)
+    gm = fx.GraphModule(tracer.root, graph)
+    gm.concrete_sizes = True        # sizes in call arguments are plain integers here, whether read off or written
+    return gm
 
 
 def _run(gm, module, shape) -> dict:
@@ -309,6 +315,8 @@ class _Converter:
         self.const_work: list[str] = []     # calls on input-independent values (once per forward, any batch)
         self.warnings: list[str] = []
         self.opaque_calls: list[str] = []  # (not `unsupported`: that is the method the importers raise with)
+        # traced symbolically: a size read off a tensor is an fx node, so an integer argument is one the code wrote
+        self.symbolic_sizes = not getattr(gm, "concrete_sizes", False)
 
     # -- helpers ------------------------------------------------------------------------------------------------
     def unique(self, base: str) -> str:
