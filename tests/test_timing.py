@@ -188,6 +188,23 @@ def test_bad_settings_name_the_field():
         time_module(nn.ReLU(), SHAPE, passes="backward", **FAST)
 
 
+def test_a_module_torch_refuses_to_train_at_this_batch_is_one_line_not_a_traceback():
+    """BatchNorm raises ValueError (not RuntimeError) training on one value per channel (Inception v3's aux head at
+    batch 1): a CalcError naming the input, forward alone still runs."""
+    bn = nn.Sequential(nn.Flatten(), nn.BatchNorm1d(8))
+    with pytest.raises(CalcError, match="module failed on a 1×8 fp32 input.*Expected more than 1 value per channel"):
+        time_module(bn, (8,), passes="train_step", **FAST)
+    assert time_module(bn, (8,), passes="forward", **FAST).passes["forward"].median_s > 0
+
+
+def test_cancelling_still_raises_cancelled_not_a_wrapped_failure():
+    """Cancelled is a CalcError, hence a ValueError: the module-failure wrapper must let it through as it is."""
+    from core.errors import Cancelled
+
+    with pytest.raises(Cancelled):
+        time_module(tiny(), SHAPE, cancel=lambda: True, **FAST)
+
+
 # == the memory guard and the model's numbers =====================================================================
 
 def test_check_fits_refuses_with_both_numbers():

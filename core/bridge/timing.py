@@ -604,10 +604,14 @@ def time_module(module, input_shape, batch_size: int = 1, *, device: str = "cpu"
                 return _run(module, shape, batch_size, dev, tdtype, dtype, passes, warmup, repeats, per_layer,
                             float(max_seconds), progress, cancel, report, optimizer, measure_memory, memory_check,
                             notes, torch)
+        except CalcError:               # ours (cancelled, bad settings) as they are; a CalcError is a ValueError
+            raise
         except torch.OutOfMemoryError:
             raise CalcError(f"{dev} ran out of memory at batch {batch_size}: reduce the batch size",
                             field="batch_size", value=batch_size) from None
-        except RuntimeError as e:      # the module cannot run on this input (shapes, dtypes, an op the device lacks)
+        except (RuntimeError, ValueError) as e:   # the module cannot run on this input (shapes, dtypes, an op the
+            # device lacks; BatchNorm refusing to train on one value per channel, e.g. Inception v3's aux head at
+            # batch 1)
             first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
             raise CalcError(f"the module failed on a {batch_size}×{'×'.join(map(str, shape))} {dtype} input on "
                             f"{dev}: {first}", field="input_shape", value=shape) from None
