@@ -197,6 +197,24 @@ def test_a_module_torch_refuses_to_train_at_this_batch_is_one_line_not_a_traceba
     assert time_module(bn, (8,), passes="forward", **FAST).passes["forward"].median_s > 0
 
 
+def test_a_module_whose_loading_needs_its_version_metadata_is_restored_after_training():
+    """torchvision's MNASNet reads its version from the state dict's metadata when loading: the weights a training
+    step changed are restored with the metadata kept (it failed: 'version should be set to 1 or 2')."""
+
+    class Versioned(nn.Linear):
+        _version = 2
+
+        def _load_from_state_dict(self, state_dict, prefix, local_metadata, *args):
+            if local_metadata.get("version") != 2:
+                raise ValueError(f"version should be 2 instead of {local_metadata.get('version')}")
+            super()._load_from_state_dict(state_dict, prefix, local_metadata, *args)
+
+    m = Versioned(8, 4)
+    before = m.weight.detach().clone()
+    time_module(m, (8,), batch_size=2, passes="train_step", **FAST)
+    assert torch.equal(m.weight, before)         # the SGD steps were undone
+
+
 def test_cancelling_still_raises_cancelled_not_a_wrapped_failure():
     """Cancelled is a CalcError, hence a ValueError: the module-failure wrapper must let it through as it is."""
     from core.errors import Cancelled

@@ -644,8 +644,13 @@ def _run(module, shape, batch_size, dev, tdtype, dtype, passes, warmup, repeats,
     orig_grads = [p.grad for p in params]
     for p in params:                     # measured from no gradients, as after zero_grad(set_to_none=True)
         p.grad = None
-    saved = {k: v.detach().clone() for k, v in module.state_dict().items()} \
-        if any(p != "forward" for p in passes) else None
+    saved = None
+    if any(p != "forward" for p in passes):
+        # copies in the state dict itself: its ``_metadata`` (each module's version) is what some modules' loading
+        # needs (torchvision's MNASNet refuses a state dict without it)
+        saved = module.state_dict()
+        for k, v in saved.items():
+            saved[k] = v.detach().clone()
     move = orig_device is not None and (orig_device != dev or orig_dtype != tdtype)
 
     clock = Clock(dev)
