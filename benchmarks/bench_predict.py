@@ -100,6 +100,7 @@ def _worker(names, batches, threads, warmup: int, repeats: int, repeats_b16: int
     import torch
 
     from core.bridge.torchvision_zoo import build
+    from core.errors import CalcError
 
     out = []
     for name in names:
@@ -109,8 +110,11 @@ def _worker(names, batches, threads, warmup: int, repeats: int, repeats_b16: int
             # Inception v3's auxiliary head runs in train mode only: the IR (traced in eval mode) holds its
             # parameters but not its branch, and at batch 1 torch refuses to train it (BatchNorm on 1×1)
             model.AuxLogits = None
-        out.append({"network": name, "cases": _time_cases(model, name, batches, threads, warmup, repeats,
-                                                          repeats_b16)})
+        try:
+            out.append({"network": name, "cases": _time_cases(model, name, batches, threads, warmup, repeats,
+                                                              repeats_b16)})
+        except CalcError as e:          # kept and reported; the other networks still run
+            out.append({"network": name, "failed": str(e)})
     print(json.dumps({"threads": torch.get_num_threads() if threads is None else threads, "measured": out}))
 
 
@@ -175,6 +179,9 @@ def combine(runs: list[dict]) -> dict:
     """One network's cases from several fresh processes: per case and pass, the median of the processes' medians
     (a process's memory layout and the machine's state shift a whole run by 20 % or more here; one process's
     samples do not show that), with every process's median kept."""
+    failed = next((r["failed"] for r in runs if "failed" in r), None)
+    if failed:
+        return {"network": runs[0]["network"], "failed": failed}
     out = {}
     for b, case in runs[0]["cases"].items():
         out[b] = {"input": case["input"]}
@@ -270,7 +277,7 @@ def evaluate(spec: dict, measured: list[dict]) -> dict:
     peak = dev.peak("fp32")
     rows = []
     for m in measured:
-        for b, case in m["cases"].items():
+        for b, case in m.get("cases", {}).items():
             r = core.analyze(m["network"], input_shape=tuple(case["input"]), batch_size=int(b), optimizer=OPTIMIZER)
             t = estimate(r, dev, batch_size=int(b), optimizer=OPTIMIZER).totals
             for p in PASSES:
@@ -296,7 +303,8 @@ def evaluate(spec: dict, measured: list[dict]) -> dict:
         summary[p] = {key: summarize([r[key] for r in mine]) for key in ("error", "baseline_error")}
         for b in sorted({r["batch"] for r in mine}):
             summary[p][f"median_b{b}"] = statistics.median(r["error"] for r in mine if r["batch"] == b)
-    return {"rows": rows, "summary": summary, "baseline_ppp": ppp, "device": dev}
+    return {"rows": rows, "summary": summary, "baseline_ppp": ppp, "device": dev,
+            "failed": {m["network"]: m["failed"] for m in measured if "failed" in m}}
 
 
 def evaluate_all(data: dict) -> dict:
@@ -411,6 +419,9 @@ def markdown(results: dict) -> str:
                       else ["", "", ""])
         lines.append(f"| {k[0]} | {k[1]} | {k[2].replace('_', ' ')} | " + " | ".join(cells) + " |")
     lines += ["", "Signed errors: + means predicted slower than measured."]
+    for key in ("a", "b"):
+        for name, why in (ev[key].get("failed") or {}).items() if key in ev else ():
+            lines.append(f"{PROTOCOLS[key]['label']}: {name} could not be timed: {why}")
     return "\n".join(lines) + "\n"
 
 
