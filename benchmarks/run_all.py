@@ -37,7 +37,8 @@ BENCHMARKS = {
     "analyze": "bench_analyze",      # core.analyze on ResNet-152 at batch 1 and 1024, the CLI's wall time
     "estimate": "bench_estimate",    # PALEO sweep over every device
     "app": "bench_app",              # Streamlit page script times
-    "predict": "bench_predict",      # calibrated PALEO vs measured latency, 24 CNNs × 3 processes (~40 min)
+    "predict": "bench_predict",      # calibrated CPU vs measured forward and training step, 24 CNNs, protocols
+                                     # (a) controlled, (b) as a user runs it, (c) busy neighbour (~25 min)
     "memory": "bench_memory",        # predicted vs measured training-step memory (about 11 min)
     "load": "bench_load",            # classroom server mode: 30 concurrent sessions, latency and RSS (~2 min)
     "fuzz": "bench_fuzz",            # 50,000 fuzz cases against the typed-error promise, torch spot-check (~3 min)

@@ -103,11 +103,38 @@ def test_a_refused_trial_is_reported_with_its_message():
     assert "refused: “another process is using the CPU: …”" in bench_predict.markdown({"data": data, "eval": ev})
 
 
-@pytest.mark.skipif(not bench_predict.CACHE.exists() or "protocols" not in bench_predict.CACHE.read_text()[:20000],
-                    reason="no committed multi-protocol measurements yet")
 def test_run_all_reuse_reevaluates_the_committed_latencies(tmp_path):
     """`run_all.py --only predict --reuse` writes the section from benchmarks/results/ without timing anything."""
     import run_all
 
     doc = run_all.main(["--only", "predict", "--reuse", "--out", str(tmp_path / "b.md")])
     assert "## Prediction accuracy on this machine" in doc and "| (b) as a user runs it | forward |" in doc
+    assert "| (a) controlled | train step |" in doc and "| (c) trial 1 |" in doc
+
+
+def test_a_network_that_could_not_be_timed_is_reported_not_dropped():
+    why = "field 'input_shape' = (3, 224, 224): the module failed on a 1×3×224×224 fp32 input on cpu: …"
+    runs = [{"network": "mnasnet1_0", "cases": _case(0.03, 0.09)}, {"network": "mnasnet1_0", "failed": why}]
+    assert bench_predict.combine(runs) == {"network": "mnasnet1_0", "failed": why}   # one failed process is enough
+    measured = [{"network": "resnet50", "cases": _case(0.080, 0.240)}, {"network": "mnasnet1_0", "failed": why}]
+    ev = bench_predict.evaluate(SPEC, measured)
+    assert ev["failed"] == {"mnasnet1_0": why} and {r["network"] for r in ev["rows"]} == {"resnet50"}
+    data = {"machine": {"cpu": "x", "cores": 2, "torch": "2", "date": "2026-11-23"}, "networks": ["resnet50"],
+            "batches": [1], "protocols": {"b": {"threads": 2, "calibration": SPEC, "refused": [],
+                                                "measured": measured}}}
+    text = bench_predict.markdown({"data": data, "eval": bench_predict.evaluate_all(data)})
+    assert f"(b) as a user runs it: mnasnet1_0 could not be timed: {why}" in text
+
+
+def test_thread_speedups_compare_one_thread_with_the_users_count():
+    """ResNet50: (a) at 1 thread 80 ms forward, (b) 50 ms → measured ×1.6 (step 240 → 150 ms, ×1.6); predicted:
+    (a)'s device's estimate ÷ (b)'s, whose peaks differ 2× at the same bandwidth, so between 1 and 2."""
+    fast = {**SPEC, "peak_flops": {"fp32": 2e11}}
+    ev = {"a": bench_predict.evaluate(SPEC, [{"network": "resnet50", "cases": _case(0.080, 0.240)}]),
+          "b": bench_predict.evaluate(fast, [{"network": "resnet50", "cases": _case(0.050, 0.150)}])}
+    rows = {r["pass"]: r for r in bench_predict.thread_speedups(ev)}
+    assert rows["forward"]["measured"] == pytest.approx(80 / 50)
+    assert rows["train_step"]["measured"] == pytest.approx(240 / 150)
+    slow_t = core.estimate("resnet50", bench_predict.device_of(SPEC), optimizer="sgd_momentum").totals["forward_s"]
+    fast_t = core.estimate("resnet50", bench_predict.device_of(fast), optimizer="sgd_momentum").totals["forward_s"]
+    assert rows["forward"]["predicted"] == pytest.approx(slow_t / fast_t) and 1 < rows["forward"]["predicted"] <= 2
