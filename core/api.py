@@ -153,9 +153,24 @@ def analyze(model: Any, input_shape: Any = None, batch_size: int = 1, dtype: str
     check_batch(batch_size)
     network = load_network(model, input_shape)
     converted = _is_torch_module(model) or (isinstance(model, str) and _PY_CLASS.match(model))
-    if input_shape is not None and not converted:
-        network = network.with_input_shape(parse_shape(input_shape))
-    return Report(compile_network(network), batch_size, dtype, optimizer)
+    if input_shape is None or converted:
+        return Report(compile_network(network), batch_size, dtype, optimizer)
+    own, shape = network.inputs[0][1] if network.inputs else (), parse_shape(input_shape)
+    try:
+        compiled = compile_network(network.with_input_shape(shape))
+    except NetworkError as e:
+        if not isinstance(model, str) or tuple(own) == shape:
+            raise
+        # a built-in or file network at another size than its own: say that the size is what it does not take
+        # (the layer's own reason alone — "cannot view 37,632 elements as [768, 196]" — hides it)
+        raise NetworkError(f"{model} was built for a {_dims(own)} input and does not run at {_dims(shape)} "
+                           f"(keep its own size; an imported model can be imported again at this one): {e.reason}",
+                           node=e.node, field=e.field, value=e.value) from None
+    return Report(compiled, batch_size, dtype, optimizer)
+
+
+def _dims(shape) -> str:
+    return "×".join(map(str, shape))
 
 
 def estimate(model: Any, device: Any, batch_size: int = 1, dtype: str = DEFAULT_DTYPE, *,
