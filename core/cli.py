@@ -201,6 +201,11 @@ def calibration_line(device) -> str | None:
         n = len(cal.get("held_out") or {})
         parts.append(f"predicts held-out networks within {cal['held_out_error'] * 100:.0f} %"
                      + (f" (median of {n})" if n else ""))
+    from .paleo import threads_hint
+
+    hint = threads_hint(cal) if device.kind == "CPU" else None
+    if hint:
+        parts.append(hint)
     if cal.get("noisy"):
         parts.append(f"NOISY, kept with --force ({cal.get('unsteady') or 'the machine was busy'})")
     return "; ".join(parts)

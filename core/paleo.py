@@ -354,6 +354,22 @@ def calibrated_threads(device: Device) -> int | None:
     return n if isinstance(n, int) and not isinstance(n, bool) else None
 
 
+THREADS_HINT_ABOVE = 0.2     # a multi-thread calibration's held-out error above which the hint is shown
+
+
+def threads_hint(calibration: dict | None) -> str | None:
+    """A line for a CPU calibrated at more than one thread whose self-check missed by more than
+    ``THREADS_HINT_ABOVE``: the model assumes every layer gains from threads as the large layers it was fitted on
+    do, and small layers gain less (bench_predict: 24 networks at 2 threads on a 2-core machine, median error 18 %
+    against 9 % at 1 thread; ShuffleNet V2's forward ran no faster at 2 threads than at 1). None otherwise."""
+    cal = calibration if isinstance(calibration, dict) else {}
+    threads, err = cal.get("threads"), cal.get("held_out_error")
+    if not (isinstance(threads, int) and threads > 1 and isinstance(err, (int, float)) and err > THREADS_HINT_ABOVE):
+        return None
+    return (f"at {threads} threads small layers gain less from threads than the model assumes: for the closest "
+            "predictions calibrate and time at one thread (--threads 1)")
+
+
 def _check_threads(value: Any, device: Device) -> int | None:
     """``threads`` asked of an estimate: None (the device's own), else it must be the count the device was
     calibrated at — no model here says how a calibrated CPU's times change with its thread count."""

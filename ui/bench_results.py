@@ -7,6 +7,7 @@ import streamlit as st
 
 from core.bridge.timing import implied_ppp, thread_mismatch
 from core.cli import calibration_line
+from core.paleo import threads_hint
 from ui import benchmark as bm
 from ui.charts import lines_chart, scatter_chart, show
 from ui.tables import dataframe
@@ -76,6 +77,9 @@ def calibration(cal: dict) -> None:
     k5.metric("Held-out error", f"{q['held_out_error'] * 100:.0f} %" if "held_out_error" in q else "—",
               help="Median |predicted ÷ measured − 1| on networks the calibration did not fit: "
                    + ", ".join(f"{k} {v * 100:+.0f} %" for k, v in (q.get("held_out") or {}).items()))
+    hint = threads_hint(q)
+    if hint:
+        st.info(hint[0].upper() + hint[1:] + ".")
     dataframe(bm.calibration_rows(spec), key="bench_cal_table",
               column_config=_numbers("%.4g", "value"))
     st.caption(spec["note"])

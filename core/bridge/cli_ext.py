@@ -22,6 +22,7 @@ import sys
 from typing import Any
 
 from ..errors import CalcError
+from ..paleo import threads_hint
 
 COMMANDS = ("calibrate", "time")
 
@@ -128,6 +129,9 @@ def format_calibration(cal: dict, default_threads: bool = False) -> str:
         each = ", ".join(f"{k} {v:+.0%}" for k, v in cal.get("held_out", {}).items())
         out.append(f"predicts held-out networks within {cal['held_out_error']:.0%} (median)"
                    + (f": {each}" if each else ""))
+    hint = threads_hint(cal)
+    if hint:
+        out.append(hint)
     if cal.get("noisy"):
         out.append(f"NOISY, kept with --force: {cal.get('unsteady', 'the machine was busy')}")
     return "\n".join(out)
