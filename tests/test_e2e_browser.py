@@ -270,3 +270,25 @@ def test_an_uploaded_onnx_model_shows_its_totals_and_travels_in_a_copied_link(se
         expect(other.locator("[data-testid='stMetric']").filter(has_text="Parameters").first) \
             .to_contain_text(f"{expected:,}", timeout=30000)
         browser.close()
+
+
+_CLIPPED = "e => [e, ...e.querySelectorAll('*')].some(x => x.scrollWidth > x.clientWidth + 1)"
+
+
+def test_no_metric_value_is_cut_on_a_laptop_screen(server):
+    """Six metrics in a row at Streamlit's 2.25rem showed ResNet-50's parameter count as "25,55…" at 1280 pixels
+    and ViT-B's as "86,567,6…" at 1500: every value is whole at 1024, 1280 and 1500 pixels, for the widest counts
+    of the zoo (ViT-B/16: 86,567,656 parameters, torchvision's published figure)."""
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+        for width in (1024, 1280, 1500):
+            page = browser.new_page(viewport={"width": width, "height": 800})
+            page.goto(f"{server}/?model=vit_b_16", wait_until="networkidle")
+            expect(page.locator("[data-testid='stMetric']").filter(has_text="Parameters").first) \
+                .to_contain_text("86,567,656", timeout=30000)
+            values = page.locator("[data-testid='stMetricValue']").all()
+            assert len(values) == 6
+            clipped = [v.inner_text() for v in values if v.evaluate(_CLIPPED)]
+            assert clipped == [], f"cut at {width} px: {clipped}"
+            page.close()
+        browser.close()

@@ -306,10 +306,21 @@ def time_settings(across_devices: bool = False) -> dict:
     return {"ppp": float(st.session_state[PPP]), "variant": variant, "launch": st.session_state[LAUNCH]}
 
 
+# Metric values at Streamlit's 2.25rem were cut to "25,55…" in six columns on a 1280-pixel laptop screen (ResNet-50's
+# parameter count) and to "86,567,6…" at 1500 (ViT-B): the value shrinks with the window, and wraps rather than hides
+# digits on a narrower one (tests/test_e2e_browser.py measures it)
+METRIC_CSS = """<style>
+[data-testid="stMetricValue"] { font-size: clamp(1rem, 1.6vw, 2.25rem); }
+[data-testid="stMetricValue"] *, [data-testid="stMetricLabel"] p { white-space: normal !important;
+    overflow: visible !important; text-overflow: clip !important; overflow-wrap: anywhere; }
+</style>"""
+
+
 def page(title: str, *, needs_estimate: bool = False, tab: str | None = None) -> Selection:
     """The opening of every page: config (the browser tab reads ``tab``, else ``title``), sidebar, title; pages that
     need a time estimate stop with the reason (a device without the chosen precision) instead of failing."""
     st.set_page_config(page_title=f"{tab or title} · CNN calculator", layout="wide")
+    st.html(METRIC_CSS)
     sel = sidebar()
     st.title(title)
     if needs_estimate and sel.estimate is None:
