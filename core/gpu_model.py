@@ -159,6 +159,33 @@ def overhead_s(w: "Work", e: "Estimate") -> float:
     return w.calls * e.model_params["overhead_s"]
 
 
+def kernel_seconds(k, peak: float, bandwidth: float, p: dict, compute: str, sm_count: int | None,
+                   overhead: bool = True) -> dict | None:
+    """``compute_s``, ``memory_s``, ``overhead_s`` and their max over many kernels at once: the arrays of
+    ``core.paleo.Kernels`` (one entry per kernel; numpy, imported here so that ``import core`` does not load it).
+    The same formulas as the functions above, each operation in the same order, so every time equals the
+    per-``Work`` path's to the last bit (IEEE operations on the same operands). ``overhead`` False: CUDA Graphs (no
+    overhead term). None where a time is not a finite number: the per-work path then raises, naming the work."""
+    import numpy as np
+
+    # efficiency(): class × tensor-core factor × backward factor × wave (a factor of 1.0 leaves a float unchanged)
+    eff = np.array([p[c] for c in COMPUTE_CLASSES] + [1.0])[k.work_class]
+    if compute in TENSOR_FACTOR:
+        eff = eff * p[TENSOR_FACTOR[compute]]
+    eff = eff * np.array([1.0, p["backward"], p.get("backward_weight", p["backward"])])[k.kind]
+    with np.errstate(all="ignore"):
+        if sm_count:             # wave_efficiency(): tiles / (⌈tiles / SMs⌉ · SMs), 1 without tiles
+            t = k.tiles
+            eff = eff * np.where(t > 0, t / (np.ceil(t / sm_count) * sm_count), 1.0)
+        out = {"compute": np.where(k.flops != 0, k.flops / (peak * eff), 0.0),
+               "memory": k.bytes / (bandwidth * p["memory"]),
+               "overhead": k.calls * p["overhead_s"] if overhead else np.zeros_like(k.calls)}
+        out["total"] = np.maximum(np.maximum(out["compute"], out["memory"]), out["overhead"])   # combine()
+    if not all(np.isfinite(v).all() for v in out.values()):
+        return None
+    return out
+
+
 def terms():
     """The model's terms, on core.paleo's Term (imported here: core.paleo imports this module); ``combine``
     ("predicted") takes their max."""

@@ -317,6 +317,178 @@ class LayerTime:
     backward_kernels: tuple[PassTime, ...] = ()
 
 
+# == the predicted variant, by arrays =============================================================================
+# ``Estimate._layer_parts`` and ``Estimate.time`` say what the predicted variant computes, one Work at a time; a
+# ResNet-152 is ~1,200 works, ~15 ms in Python. Here the same numbers come from arrays: the works' device-free part
+# (FLOPs, bytes, calls, tiles at one batch and precision) is built once per network, batch and precision and shared
+# by every device (``predicted_work``), and a device's times are a few numpy operations on it
+# (``gpu_model.kernel_seconds``). Every operation is the per-work path's, in the same order, so the numbers are
+# equal to the bit (tests/test_gpu_model_fast.py); the per-work path stays as the reference and for errors.
+
+@dataclass(frozen=True)
+class Kernels:
+    """The works ``Estimate._layer_parts`` makes, as numpy float64 arrays with one entry per kernel: ``flops``,
+    ``bytes``, ``calls``, ``tiles``; ``work_class``: the index of the class in ``gpu_model.COMPUTE_CLASSES`` (its
+    length for any other class: no class efficiency); ``kind``: 0 forward, 1 backward (an input gradient or any
+    other op's), 2 a weight gradient."""
+
+    flops: Any
+    bytes: Any
+    calls: Any
+    tiles: Any
+    work_class: Any
+    kind: Any
+
+
+@dataclass(frozen=True)
+class PredictedWork:
+    """The predicted variant's works for a network at one batch size and precision, no device in them. ``kernels``
+    holds 3 × L entries for L layers: the forward works, then each layer's first backward work (the input gradient
+    of a layer split in two, else its one work), then its second (the weight gradient of a split layer; an empty
+    work elsewhere, whose times are 0). ``rows``: (forward FLOPs, forward bytes, backward FLOPs, backward bytes,
+    (FLOPs, bytes) of each backward kernel where there are two, else None) per layer, as ``PassTime`` sums them
+    (ints stay ints); ``totals``: the passes' (FLOPs, bytes) summed over the layers in order."""
+
+    kernels: Kernels
+    layers: int
+    two: Any                         # bool array: the layer's backward is two kernels
+    rows: tuple
+    totals: dict
+    algorithms: tuple                # per layer: the conv algorithm the rows name (None: the op has no choice)
+
+
+def _add_all(values, start=0):
+    """``start + v0 + v1 + …`` in order, as ``PassTime.__add__`` chains them (``sum`` of floats may compensate)."""
+    for v in values:
+        start = start + v
+    return start
+
+
+@lru_cache(maxsize=128)
+def predicted_work(compiled: Compiled, fused: bool, batch: int, precision: Precision) -> PredictedWork | None:
+    """The works of ``Estimate._layer_parts`` (forward and backward) at ``batch`` and ``precision``, as arrays;
+    the same expressions (``Estimate._flops``, ``_at_batch``, ``_layer_parts``) on the same integers. None where a
+    number is beyond a float (the per-work path then raises, naming it)."""
+    import numpy as np
+
+    n, p = batch, precision
+    act, wt, none = p.activation, p.weight, len(gpu_model.COMPUTE_CLASSES)
+    empty = (0, 0, 0, 0, none, 1)
+    fwd, first, second, rows, algorithms = [], [], [], [], []
+    for lw in network_work(compiled, fused).layers:
+        node, f, b = lw.node, lw.forward, lw.backward
+        wino = gpu_model.uses_winograd(node, p.compute)
+        if wino and node.cost.flops:    # Estimate._flops: the forward's Winograd factor, on either pass
+            per, per_batch = node.rule.algorithms(node.ctx, "winograd")
+            ffl = f.flops * n * (per * n + per_batch) / (node.cost.flops * n)
+            bfl = b.flops * n * (per * n + per_batch) / (node.cost.flops * n)
+        else:
+            ffl, bfl = f.flops * n, b.flops * n
+        algorithms.append(("winograd" if wino else "direct") if node.rule.algorithms else None)
+        cls = gpu_model.COMPUTE_CLASSES.index(lw.work_class) if lw.work_class in gpu_model.COMPUTE_CLASSES else none
+        tiles = gpu_model.layer_tiles(node, n)
+        fbytes = (f.act * act + f.xbytes) * n + f.weights * wt
+        fwd.append((ffl, fbytes, f.calls, tiles, cls, 0))
+        one = (bfl, (b.act * act + b.xbytes) * n + b.weights * wt, b.calls, tiles, cls, 1)
+        pair = None
+        if not (bfl and node.bwd_weight_flops and cls != none):
+            first.append(one)
+            second.append(empty)
+        else:                       # _layer_parts: the weight gradient, and the input gradient where it has FLOPs
+            wfl = bfl * node.bwd_weight_flops / b.flops
+            saved = sum(numel(node.in_shapes[i]) for i in node.saves.inputs)
+            wgrad = (wfl, (node.out_elems + saved) * act * n + node.params.trainable * wt, 1, tiles, cls, 2)
+            if bfl - wfl <= 0:
+                first.append(wgrad)
+                second.append(empty)
+            else:
+                grads = sum(numel(sh) for sh, g in zip(node.in_shapes, node.grad_in) if g)
+                weights = node.params.trainable + node.params.frozen
+                dgrad = (bfl - wfl, (node.out_elems + grads) * act * n + weights * wt, 1,
+                         gpu_model.dgrad_tiles(node, n), cls, 1)
+                first.append(dgrad)
+                second.append(wgrad)
+                pair = ((dgrad[0], dgrad[1]), (wgrad[0], wgrad[1]))
+        if pair:
+            brow = (0 + pair[0][0] + pair[1][0], 0 + pair[0][1] + pair[1][1])
+        else:
+            brow = (0 + first[-1][0], 0 + first[-1][1])
+        rows.append((0 + ffl, 0 + fbytes, *brow, pair))
+    cols = list(zip(*(fwd + first + second))) or [()] * 6
+    try:
+        arrays = [np.array(c, dtype=np.float64) for c in cols]
+    except OverflowError:           # an integer beyond a float
+        return None
+    if arrays[3].size and arrays[3].max() >= 2.0 ** 53:      # tile counts must be exact in a float
+        return None
+    totals = {"forward": (_add_all(r[0] for r in rows), _add_all(r[1] for r in rows)),
+              "backward": (_add_all(r[2] for r in rows), _add_all(r[3] for r in rows))}
+    return PredictedWork(Kernels(*arrays[:4], arrays[4].astype(np.intp), arrays[5].astype(np.intp)), len(rows),
+                         np.array([r[4] is not None for r in rows], dtype=bool), tuple(rows), totals,
+                         tuple(algorithms))
+
+
+class PredictedTimes:
+    """A device's times for a ``PredictedWork``: per kernel (``gpu_model.kernel_seconds``), per layer (a split
+    backward's two kernels added, first + second, as ``sum`` of their PassTimes does), per pass (the layers added
+    in order) and per limiting term, each sum in the per-work path's order."""
+
+    TERMS = ("compute", "memory", "overhead", "total")
+
+    def __init__(self, work: PredictedWork, seconds: dict):
+        import numpy as np
+
+        self.work = work
+        L = work.layers
+        s = np.stack([seconds[t] for t in self.TERMS])               # 4 × 3L
+        self.kernels = s
+        self.forward_layers = s[:, :L]
+        self.backward_layers = s[:, L:2 * L] + s[:, 2 * L:]        # + 0.0 where the second kernel is empty
+
+    def pass_time(self, which: str) -> PassTime:
+        import numpy as np
+
+        layers = self.forward_layers if which == "forward" else self.backward_layers
+        c, m, o, t = (np.add.accumulate(layers, axis=1)[:, -1].tolist() if self.work.layers else [0.0] * 4)
+        flops, nbytes = self.work.totals[which]
+        return PassTime(flops, nbytes, 0, c, m, 0.0, o, t)
+
+    def layer_times(self, layers: tuple[LayerWork, ...]) -> tuple[LayerTime, ...]:
+        """``Estimate.layer_times``'s rows."""
+        L = self.work.layers
+        fwd, bwd, k = self.forward_layers.tolist(), self.backward_layers.tolist(), self.kernels.tolist()
+        out = []
+        for i, (lw, row, alg) in enumerate(zip(layers, self.work.rows, self.work.algorithms)):
+            kernels = ()
+            if row[4] is not None:
+                (df, db), (wf, wb) = row[4]
+                kernels = (PassTime(df, db, 0, k[0][L + i], k[1][L + i], 0.0, k[2][L + i], k[3][L + i]),
+                           PassTime(wf, wb, 0, k[0][2 * L + i], k[1][2 * L + i], 0.0, k[2][2 * L + i],
+                                    k[3][2 * L + i]))
+            out.append(LayerTime(lw.node.name, lw.node.op, lw.work_class, alg,
+                                 PassTime(row[0], row[1], 0, fwd[0][i], fwd[1][i], 0.0, fwd[2][i], fwd[3][i]),
+                                 PassTime(row[2], row[3], 0, bwd[0][i], bwd[1][i], 0.0, bwd[2][i], bwd[3][i]),
+                                 kernels))
+        return tuple(out)
+
+    def limited_by(self) -> dict:
+        """``Estimate.limited_by``: each kernel's time to its largest term (the first of compute, memory, overhead
+        on a tie, as ``limiting_term``'s max; "none" for no time), added in the per-work path's order: layer by
+        layer, a split backward's kernels in turn."""
+        import numpy as np
+
+        L, out = self.work.layers, {}
+        for which, seconds in (("forward", self.forward_layers),
+                               ("backward", np.stack([self.kernels[:, L:2 * L], self.kernels[:, 2 * L:]],
+                                                     axis=2).reshape(4, -1))):   # l0 k1, l0 k2, l1 k1, …
+            c, m, o, t = seconds
+            term = np.where(c >= m, np.where(c >= o, 0, 2), np.where(m >= o, 1, 2))
+            term[t <= 0] = 3
+            out[which] = {name: (float(np.add.accumulate(t[term == i])[-1]) if (term == i).any() else 0.0)
+                          for i, name in enumerate(("compute", "memory", "overhead", "none"))}
+        return out
+
+
 # == estimate =====================================================================================================
 
 PPP_MIN = 1e-3     # 0.1 % of the peak: a smaller PPP is no platform's, and 5e-324 would make every time infinite
@@ -352,6 +524,18 @@ def calibrated_threads(device: Device) -> int | None:
     cal = getattr(device, "calibration", None)
     n = cal.get("threads") if isinstance(cal, dict) and device.kind == "CPU" else None
     return n if isinstance(n, int) and not isinstance(n, bool) else None
+
+
+def small_layer_factor(work_s: float, threads: int | None, grain: float) -> float:
+    """How much slower a layer's work (compute, memory and page faults: ``work_s`` seconds at the calibrated thread
+    count's rates) runs than those rates say, on a CPU calibrated at ``threads`` > 1 with ``parallel_grain``
+    ``grain``: a layer whose work at one thread (``threads × work_s``) is below the grain is not worth splitting and
+    runs on one thread; above it, the split is paid up to the grain: time = max(work, min(threads × work, grain)).
+    The calibration's rates come from large layers, which do split (core.bridge.calibrate fits the grain on whole
+    networks). 1 at one thread, without a grain, or for no work."""
+    if not threads or threads <= 1 or not grain or work_s <= 0:
+        return 1.0
+    return max(work_s, min(threads * work_s, grain)) / work_s
 
 
 THREADS_HINT_ABOVE = 0.2     # a multi-thread calibration's held-out error above which the hint is shown
@@ -581,6 +765,9 @@ class Estimate:
             if self.launch != "eager":      # a calibrated device's cost per call is a measurement: it stays
                 self.variant_reason += "; CUDA Graphs change the predicted model only"
             self.terms = tuple(t for t in TERMS if t.applies(device))
+        # a calibrated CPU at more than one thread: layers too small to split run at one thread's speed
+        self.grain = (device.parallel_grain or 0.0) if self.variant != "predicted" and (self.threads or 1) > 1 \
+            else 0.0
         self.work = network_work(report.compiled, self.fused)
 
     # -- one path: work → terms → combine -----------------------------------------------------------------------
@@ -599,6 +786,13 @@ class Estimate:
             if not isfinite(v):
                 self._non_finite(t.name, w)
             groups[t.group] += v
+        if self.grain and not w.update:
+            f = small_layer_factor(groups["compute"] + groups["memory"], self.threads, self.grain)
+            if f != 1.0:
+                for k in ("compute", "memory", "fresh_pages"):
+                    s[k] *= f
+                groups["compute"] *= f
+                groups["memory"] *= f
         total = combine(self.variant, groups["compute"], groups["memory"], groups["serial"])
         if not isfinite(total):
             self._non_finite("total", w)
@@ -736,9 +930,11 @@ class Estimate:
         train = which == "train_forward"
         if train:
             which = "forward"
-        if self.variant == "predicted":     # the layers' rows, built once (a layer may be two kernels)
+        if self.variant == "predicted":     # the layers' rows added (a layer may be two kernels)
+            if self._predicted is not None:
+                return self._predicted.pass_time(which)
             return sum((getattr(lt, which) for lt in self.layer_times), PassTime())
-        if self.variant == "roofline":      # a max per layer
+        if self.variant == "roofline" or self.grain:     # a max per layer, or a layer's size decides its rate
             works = self._layer_works(which)
             if train:
                 works = [replace(w, train=True) for w in works]
@@ -829,7 +1025,28 @@ class Estimate:
         return seconds
 
     @cached_property
+    def _predicted(self) -> PredictedTimes | None:
+        """The predicted variant's times from arrays (``predicted_work``, ``gpu_model.kernel_seconds``): the
+        per-work path's numbers, fast. None for the other variants, and where a time is not a finite number (the
+        per-work path then raises the error that names the work and the figure)."""
+        if self.variant != "predicted":
+            return None
+        work = predicted_work(self.report.compiled, self.fused, self.report.batch_size, self.precision)
+        if work is None:
+            return None
+        seconds = gpu_model.kernel_seconds(work.kernels, self.peak, self.bandwidth, self.model_params,
+                                           self.precision.compute, self.device.sm_count, self._has("overhead"))
+        return PredictedTimes(work, seconds) if seconds is not None else None
+
+    @cached_property
     def layer_times(self) -> tuple[LayerTime, ...]:
+        if self._predicted is not None:
+            return self._predicted.layer_times(self.work.layers)
+        return self._layer_times_by_work()
+
+    def _layer_times_by_work(self) -> tuple[LayerTime, ...]:
+        """Every layer's times, one ``Work`` at a time through ``time``: the reference path (the predicted variant
+        takes ``_predicted`` where it can, the same numbers)."""
         if self.variant == "predicted":     # a layer's backward may be two kernels (dgrad, wgrad): their sum
             fwd = [sum((self.time(w) for w in parts), PassTime()) for parts in self._layer_parts("forward")]
             kernels = [tuple(self.time(w) for w in parts) for parts in self._layer_parts("backward")]
@@ -931,10 +1148,17 @@ class Estimate:
         """Per pass, the seconds of the layers each term limits (a layer's whole time goes to its largest term:
         compute, memory or overhead; "none" for layers that take no time). A pass's values add up to its time where
         the variant takes a max per layer (predicted); under PALEO's sum they say which term each layer is mostly."""
+        if self._predicted is not None:
+            return self._predicted.limited_by()
+        return self._limited_by(self.layer_times)
+
+    @staticmethod
+    def _limited_by(layer_times: tuple[LayerTime, ...]) -> dict:
+        """``limited_by`` from layer rows (the reference path)."""
         out = {}
         for which in ("forward", "backward"):
             acc = dict.fromkeys(("compute", "memory", "overhead", "none"), 0.0)
-            for lt in self.layer_times:       # each kernel of a layer to its own limiting term
+            for lt in layer_times:       # each kernel of a layer to its own limiting term
                 kernels = (lt.backward_kernels if which == "backward" else ()) or (getattr(lt, which),)
                 for t in kernels:
                     acc[limiting_term(t)] += t.total_s

@@ -1,0 +1,77 @@
+"""The predicted variant's two paths give the same numbers, to the bit (issue 13, speed).
+
+Why two: ``Estimate.time`` on one ``Work`` at a time (``_layer_parts``) is the model as written — readable, the
+path the fit (benchmarks/fit_gpu_model.py) and the error messages use — but ~15 ms for a ResNet-152; the app's
+Estimates page sweeps every device and batch size, so estimates take the array path (``core.paleo.predicted_work``,
+``gpu_model.kernel_seconds``, ``PredictedTimes``). The array path repeats every operation in the same order, so
+its totals, rows, limiting terms and JSON must equal the per-work path's exactly (==, and the same int/float
+types in the JSON), not approximately. The hand-computed values of test_gpu_model.py check the model itself.
+"""
+
+import json
+
+import pytest
+
+from core import CalcError, Network, Node, analyze
+from core.devices import Device
+from core.paleo import Estimate, PassTime, estimate
+
+
+def reference(e: Estimate) -> Estimate:
+    """The same estimate (variant auto, as ``e`` was made) on the per-work path (the array path switched off)."""
+    ref = Estimate(e.report, e.device, fused=e.fused, workers=e.workers, link=e.link, launch=e.launch)
+    ref.__dict__["_predicted"] = None          # the cached_property's slot: None is "take the per-work path"
+    return ref
+
+
+CASES = [      # network, device, batch, dtype, settings: Winograd (fp32), tensor cores, no SM count, graphs, fused
+    ("resnet18", "a100-40gb-sxm", 8, "fp32", {}),
+    ("resnet18", "a100-40gb-sxm", 3, "tf32", {}),
+    ("mobilenet_v2", "t4", 16, "fp16", {}),               # grouped convolutions
+    ("mobilenet_v2", "h200-sxm", 1, "bf16", {}),          # no sm_count: no wave term
+    ("squeezenet1_0", "v100-sxm2", 64, "fp32", {"launch": "cuda_graphs"}),
+    ("mnist_cnn", "k80", 5, "fp32", {"fused": True}),     # linear layers, Kepler
+    ("mnist_cnn", "rtx-3090", 2, "fp16", {"optimizer": "adam"}),
+]
+
+
+@pytest.mark.parametrize("name, device, batch, dtype, settings", CASES)
+def test_array_path_equals_per_work_path(name, device, batch, dtype, settings):
+    opt = settings.pop("optimizer", "sgd_momentum")
+    e = estimate(analyze(name, None, batch, dtype, opt), device, batch, dtype, optimizer=opt, **settings)
+    assert e.variant == "predicted" and e._predicted is not None
+    ref = reference(e)
+    assert ref.variant == "predicted" and ref._predicted is None
+    assert e.layer_times == ref.layer_times
+    # the kernels of split backward passes (conv, linear: input and weight gradients) are there, and some are
+    assert any(lt.backward_kernels for lt in e.layer_times)
+    assert e.forward == ref.forward and e.backward == ref.backward
+    assert e.limited_by == ref.limited_by
+    assert e.totals == ref.totals
+    # the JSON contract: same values and same types (an integral FLOP count stays an int)
+    assert json.dumps(e.to_dict()) == json.dumps(ref.to_dict())
+
+
+def test_rows_add_up_to_the_totals_in_order():
+    """The pass totals are the rows added in layer order, as PassTime adds them."""
+    e = estimate(analyze("resnet18", None, 4), "a100-40gb-sxm", 4)
+    for which in ("forward", "backward"):
+        acc = PassTime()
+        for lt in e.layer_times:
+            acc = acc + getattr(lt, which)
+        assert acc == getattr(e, which)
+
+
+def test_a_time_beyond_a_float_gets_the_per_work_error():
+    """A Device made in code can make a time infinite; the array path gives way, and the per-work path raises
+    its error naming the figure."""
+    tiny = Device(id="tiny-gpu", name="Tiny GPU", vendor="test", kind="GPU", year=2020, peak_flops={"fp32": 1e-307},
+                  memory_bandwidth=1e8, memory_capacity=1e9, source="hand-made for tests", note="",
+                  architecture="volta", sm_count=10)
+    net = Network.make("one", {"x": (4,)}, [Node.make("fc", "linear", "x", out_features=8)])
+    # fc: 2 × 4 × 8 = 64 FLOPs × batch 2 = 128 FLOPs at 1e-307 FLOP/s: 1.28e309 s before any efficiency (≤ 1)
+    e = estimate(net, tiny, 2, variant="predicted")
+    assert e._predicted is None
+    with pytest.raises(CalcError, match="not a finite number") as err:
+        _ = e.totals
+    assert err.value.field == "peak_flops.fp32"
