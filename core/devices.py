@@ -181,6 +181,9 @@ DEVICE_FIELDS: tuple[FieldSpec, ...] = (
                                                                          "maximum": 1}), default={}),
     FieldSpec("update_overhead", float, "seconds the optimizer step costs per parameter tensor on top of its bytes "
               "(calibrated CPUs: torch.optim's per-parameter loop)", rule={"minimum": 0, "maximum": 1}, default=None),
+    FieldSpec("parallel_grain", float, "seconds of a layer's work at one thread below which a CPU calibrated at "
+              "several threads does not split it (it runs at one thread's speed; up to this, the split is paid): "
+              "fitted by calibrate on whole networks", rule={"minimum": 0, "maximum": 1}, default=None),
     # a Linux CPU's malloc (glibc): bytes a forward pass writes to fresh pages (core.cpu_heap replays its
     # allocations) run at alloc_bandwidth, the page-fault rate
     FieldSpec("alloc_threshold", float, "the allocator's largest mmap threshold, bytes (glibc: 32 MiB on 64-bit)",

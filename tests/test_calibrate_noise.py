@@ -120,7 +120,8 @@ def _truth(**overrides) -> Device:
     return Device(id="truth", name="truth", vendor="-", kind="CPU", year=2026, peak_flops={"fp32": PEAK},
                   memory_bandwidth=BANDWIDTH, source="-", efficiency=_every_class(overrides.get("eff", EFFICIENCY)),
                   layer_overhead=_every_class({c: OVERHEAD for c in EFFICIENCY}), alloc_threshold=32 * 2 ** 20,
-                  alloc_bandwidth=FAULTS)
+                  alloc_bandwidth=FAULTS, parallel_grain=overrides.get("parallel_grain"),
+                  calibration={"threads": overrides.get("threads", 2)})
 
 
 # efficiency 1 and no per-call or fresh-page terms: a layer's compute at the peak and memory at the bandwidth
@@ -139,6 +140,7 @@ class Fake:
     overhead: dict = dataclasses.field(default_factory=dict)
     eff: dict = dataclasses.field(default_factory=lambda: dict(EFFICIENCY))
     held_out_factor: float = 1.1
+    parallel_grain: float | None = None   # the truth's: layers under it (one thread's work) run unsplit
     gpu: bool = False
     linux_cpu: bool = True
     threads: int = 2
@@ -199,8 +201,10 @@ class Fake:
         return self._runs(tensors * self.update_overhead + tensors * numel * 20 / BANDWIDTH)
 
     def time_network(self, network, batch, budget):
-        t = Estimate(Report(compile_network(network), batch, "fp32"), _truth(eff=self.eff)).totals["forward_s"]
-        return self._runs(t * self.held_out_factor)
+        truth = _truth(eff=self.eff, parallel_grain=self.parallel_grain, threads=self.threads)
+        t = Estimate(Report(compile_network(network), batch, "fp32"), truth).totals["forward_s"]
+        held_out = network.name in {name for name, _ in HELD_OUT}     # the grain-fit networks are timed as they are
+        return self._runs(t * (self.held_out_factor if held_out else 1.0))
 
     def describe(self):
         return "Fake CPU, 2 cores", "Acme", "CPU", 8.0 * 2 ** 30
@@ -231,6 +235,21 @@ def test_a_quiet_fake_machine_gives_back_its_own_figures_and_the_record():
     assert set(rec["held_out"]) == {name for name, _ in HELD_OUT}
     assert rec["threads"] == 2 and rec["noisy"] is False and rec["spread"] == pytest.approx(0.01)
     assert "unsteady" not in rec and "predicts held-out networks within 9% (median" in spec["note"]
+
+
+def test_the_parallel_grain_is_fitted_on_whole_networks_at_more_than_one_thread():
+    """The fake's networks run with a true grain of 10 µs × 1.25⁸ (a grid value, ≈ 59.6 µs): the fit over the grid
+    finds it — the single-layer figures are fitted exactly, so only the true grain reproduces the networks' times;
+    a truth without one gives 0; at one thread there is nothing to fit and no field."""
+    from core.bridge.calibrate import GRAIN_FIT, GRAIN_GRID
+
+    true = 10e-6 * 1.25 ** 8
+    assert GRAIN_GRID[9] == pytest.approx(true)
+    spec = run(Fake(parallel_grain=true))
+    assert spec["parallel_grain"] == pytest.approx(true)
+    assert "runs unsplit (fitted on " + ", ".join(n for n, _ in GRAIN_FIT) in spec["note"]
+    assert run(Fake())["parallel_grain"] == 0.0
+    assert "parallel_grain" not in run(Fake(threads=1))
 
 
 def test_the_backward_figures_and_the_optimizer_steps_cost_are_fitted_from_their_timings(tmp_path):
