@@ -364,6 +364,28 @@ def _add_all(values, start=0):
     return start
 
 
+@lru_cache(maxsize=32)
+def _predicted_layers(compiled: Compiled, fused: bool, compute: str) -> tuple:
+    """Per layer, what ``predicted_work`` reads that no batch size changes: (layer work, the Winograd FLOPs
+    (per sample, per batch) where cuDNN runs it (``gpu_model.uses_winograd``), the algorithm the row names, the
+    class index, and for a conv or linear layer with weight gradients: (elements its weight gradient reads and
+    writes: dy and the saved inputs; its input gradient's: dy and the input gradients; parameters the input
+    gradient reads))."""
+    none, out = len(gpu_model.COMPUTE_CLASSES), []
+    for lw in network_work(compiled, fused).layers:
+        node = lw.node
+        wino = gpu_model.uses_winograd(node, compute)
+        cls = gpu_model.COMPUTE_CLASSES.index(lw.work_class) if lw.work_class in gpu_model.COMPUTE_CLASSES else none
+        split = None
+        if node.bwd_weight_flops and cls != none:
+            split = (node.out_elems + sum(numel(node.in_shapes[i]) for i in node.saves.inputs),
+                     node.out_elems + sum(numel(sh) for sh, g in zip(node.in_shapes, node.grad_in) if g),
+                     node.params.trainable + node.params.frozen)
+        out.append((lw, node.rule.algorithms(node.ctx, "winograd") if wino and node.cost.flops else None,
+                    ("winograd" if wino else "direct") if node.rule.algorithms else None, cls, split))
+    return tuple(out)
+
+
 @lru_cache(maxsize=128)
 def predicted_work(compiled: Compiled, fused: bool, batch: int, precision: Precision) -> PredictedWork | None:
     """The works of ``Estimate._layer_parts`` (forward and backward) at ``batch`` and ``precision``, as arrays;
@@ -372,40 +394,33 @@ def predicted_work(compiled: Compiled, fused: bool, batch: int, precision: Preci
     import numpy as np
 
     n, p = batch, precision
-    act, wt, none = p.activation, p.weight, len(gpu_model.COMPUTE_CLASSES)
-    empty = (0, 0, 0, 0, none, 1)
+    act, wt = p.activation, p.weight
+    empty = (0, 0, 0, 0, len(gpu_model.COMPUTE_CLASSES), 1)
     fwd, first, second, rows, algorithms = [], [], [], [], []
-    for lw in network_work(compiled, fused).layers:
+    for lw, wino, alg, cls, split in _predicted_layers(compiled, fused, p.compute):
         node, f, b = lw.node, lw.forward, lw.backward
-        wino = gpu_model.uses_winograd(node, p.compute)
-        if wino and node.cost.flops:    # Estimate._flops: the forward's Winograd factor, on either pass
-            per, per_batch = node.rule.algorithms(node.ctx, "winograd")
+        if wino:                    # Estimate._flops: the forward's Winograd factor, on either pass
+            per, per_batch = wino
             ffl = f.flops * n * (per * n + per_batch) / (node.cost.flops * n)
             bfl = b.flops * n * (per * n + per_batch) / (node.cost.flops * n)
         else:
             ffl, bfl = f.flops * n, b.flops * n
-        algorithms.append(("winograd" if wino else "direct") if node.rule.algorithms else None)
-        cls = gpu_model.COMPUTE_CLASSES.index(lw.work_class) if lw.work_class in gpu_model.COMPUTE_CLASSES else none
-        tiles = gpu_model.layer_tiles(node, n)
+        algorithms.append(alg)
+        tiles = gpu_model.layer_tiles(node, n) if node.rule.gemm else 0
         fbytes = (f.act * act + f.xbytes) * n + f.weights * wt
         fwd.append((ffl, fbytes, f.calls, tiles, cls, 0))
-        one = (bfl, (b.act * act + b.xbytes) * n + b.weights * wt, b.calls, tiles, cls, 1)
         pair = None
-        if not (bfl and node.bwd_weight_flops and cls != none):
-            first.append(one)
+        if not (bfl and split):
+            first.append((bfl, (b.act * act + b.xbytes) * n + b.weights * wt, b.calls, tiles, cls, 1))
             second.append(empty)
         else:                       # _layer_parts: the weight gradient, and the input gradient where it has FLOPs
             wfl = bfl * node.bwd_weight_flops / b.flops
-            saved = sum(numel(node.in_shapes[i]) for i in node.saves.inputs)
-            wgrad = (wfl, (node.out_elems + saved) * act * n + node.params.trainable * wt, 1, tiles, cls, 2)
+            wgrad = (wfl, split[0] * act * n + node.params.trainable * wt, 1, tiles, cls, 2)
             if bfl - wfl <= 0:
                 first.append(wgrad)
                 second.append(empty)
             else:
-                grads = sum(numel(sh) for sh, g in zip(node.in_shapes, node.grad_in) if g)
-                weights = node.params.trainable + node.params.frozen
-                dgrad = (bfl - wfl, (node.out_elems + grads) * act * n + weights * wt, 1,
-                         gpu_model.dgrad_tiles(node, n), cls, 1)
+                dgrad = (bfl - wfl, split[1] * act * n + split[2] * wt, 1, gpu_model.dgrad_tiles(node, n), cls, 1)
                 first.append(dgrad)
                 second.append(wgrad)
                 pair = ((dgrad[0], dgrad[1]), (wgrad[0], wgrad[1]))
