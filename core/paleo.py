@@ -154,6 +154,12 @@ def network_work(compiled: Compiled, fused: bool) -> NetworkWork:
     return NetworkWork(layers, fwd, bwd, sum(fwd.values(), PassWork()), sum(bwd.values(), PassWork()))
 
 
+@lru_cache(maxsize=64)
+def _trainable_layers(compiled: Compiled) -> int:
+    """The layers that hold trainable parameters (the predicted variant's optimizer step: a kernel call each)."""
+    return sum(1 for n in compiled.nodes if n.params.trainable)
+
+
 def _figure(figures: dict, work_class: str | None, default: float) -> float:
     """A device's figure for a class of work; a class it has no figure for uses its fallback's (WORK_FALLBACK):
     a calibration made before pooling had its own class gives pooling elementwise's."""
@@ -1012,7 +1018,7 @@ class Estimate:
         nbytes = trainable * (opt.weight_accesses * (p.master or p.weight) + opt.grad_accesses * p.grad
                               + (opt.state_accesses * p.state if opt.states else 0))
         # the predicted variant: one kernel call per layer that holds trainable parameters (eager per-parameter loop)
-        calls = sum(1 for lw in self.work.layers if lw.node.params.trainable) if self.variant == "predicted" else 0
+        calls = _trainable_layers(self.report.compiled) if self.variant == "predicted" else 0
         if self.variant != "predicted" and self.device.update_overhead:
             # a calibrated CPU: torch.optim's per-parameter loop pays a fixed cost per parameter tensor, and its
             # kernels one by one move more than the table's fused update
