@@ -392,7 +392,7 @@ def _predicted_layers(compiled: Compiled, fused: bool, compute: str) -> tuple:
     return tuple(out)
 
 
-@lru_cache(maxsize=128)
+@lru_cache(maxsize=64)        # ~0.25 MB each for a ResNet-152
 def predicted_work(compiled: Compiled, fused: bool, batch: int, precision: Precision) -> PredictedWork | None:
     """The works of ``Estimate._layer_parts`` (forward and backward) at ``batch`` and ``precision``, as arrays;
     the same expressions (``Estimate._flops``, ``_at_batch``, ``_layer_parts``) on the same integers. None where a
