@@ -6,6 +6,8 @@ Per layer and pass, on the estimator's one path (``core.paleo``: work → terms 
     memory   = bytes / (bandwidth × memory efficiency)
     overhead = kernel calls × per-call overhead (eager PyTorch's dispatch and launch on the host)
     time     = max(compute, memory, overhead)
+Estimates compute these over all of a network's kernels at once (``kernel_seconds``, numpy), in the same order of
+operations as the per-work functions, so the numbers are theirs to the bit (tests/test_gpu_model_fast.py).
 The max with the overhead: eager PyTorch launches kernels asynchronously, so the host's cost of a call is hidden
 under a longer kernel and shows where the kernel is shorter (small layers, small batches). Adding it instead
 fitted worse (median / p90 |error| leave-one-source-out 21 % / 50 % against 18 % / 48 %, same rows, same fit).

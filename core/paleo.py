@@ -722,7 +722,8 @@ class Estimate:
 
     Every time is made by one path: works (one per layer, or one per class of work where the variant adds terms,
     which gives the same sum) → the device's terms (``TERMS``) → ``combine`` → a ``PassTime``. ``layer_times``
-    and the totals use it alike, so the rows sum to the totals."""
+    and the totals use it alike, so the rows sum to the totals. The predicted variant takes the same steps on arrays
+    (``_predicted``: ``predicted_work`` → ``gpu_model.kernel_seconds`` → ``PredictedTimes``), equal to the bit."""
 
     def __init__(self, report: Report, device: Device, *, ppp: float = 1.0, ppp_memory: float | None = None,
                  variant: str = "auto", conv_algorithm: str = "direct", fused: bool = False, workers: int = 1,
