@@ -43,7 +43,9 @@ def _devices_file(tmp: Path, ref: str) -> Path:
     same figures (the ref's schema may not know fields added since; today's reads the ref's file as it is)."""
     specs = json.loads(subprocess.run(["git", "-C", str(ROOT), "show", f"{ref}:device_specs.json"], check=True,
                                       capture_output=True, text=True).stdout)
-    local = json.loads(CALIBRATED.read_text())["calibration"]
+    data = json.loads(CALIBRATED.read_text())
+    # the controlled protocol's calibration (older files: one calibration at the top)
+    local = data["protocols"]["a"]["calibration"] if "protocols" in data else data["calibration"]
     specs["devices"] = [d for d in specs["devices"] if d["id"] != "local"] + [{**local, "user": False}]
     path = tmp / "devices.json"
     path.write_text(json.dumps(specs))
