@@ -347,6 +347,10 @@ def _calibration_line(label: str, pr: dict) -> str:
         over = ", ".join(f"{k} {v * 1e6:.0f} µs" for k, v in dev.layer_overhead.items())
         parts.append(f"fp32 peak {dev.peak('fp32') / 1e9:.1f} GFLOP/s, bandwidth {dev.memory_bandwidth / 1e9:.1f} "
                      f"GB/s, efficiencies {eff}; per-layer overhead {over}")
+        if spec.get("parallel_grain"):
+            parts.append(f"parallel grain {spec['parallel_grain'] * 1e6:.0f} µs")
+        if cal.get("date"):
+            parts.append(f"calibrated {cal['date'].replace('T', ' ')}")
         if cal.get("held_out_error") is not None:
             parts.append(f"its self-check predicted the held-out networks within {cal['held_out_error']:.0%}"
                          + (" (kept as noisy)" if cal.get("noisy") else ""))
