@@ -203,7 +203,7 @@ def calibration_line(device) -> str | None:
                      + (f" (median of {n})" if n else ""))
     from .paleo import threads_hint
 
-    hint = threads_hint(cal) if device.kind == "CPU" else None
+    hint = threads_hint(cal, device.parallel_grain) if device.kind == "CPU" else None
     if hint:
         parts.append(hint)
     if cal.get("noisy"):

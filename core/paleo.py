@@ -562,17 +562,18 @@ def small_layer_factor(work_s: float, threads: int | None, grain: float) -> floa
 THREADS_HINT_ABOVE = 0.2     # a multi-thread calibration's held-out error above which the hint is shown
 
 
-def threads_hint(calibration: dict | None) -> str | None:
-    """A line for a CPU calibrated at more than one thread whose self-check missed by more than
-    ``THREADS_HINT_ABOVE``: the model assumes every layer gains from threads as the large layers it was fitted on
-    do, and small layers gain less (bench_predict: 24 networks at 2 threads on a 2-core machine, median error 18 %
-    against 9 % at 1 thread; ShuffleNet V2's forward ran no faster at 2 threads than at 1). None otherwise."""
+def threads_hint(calibration: dict | None, grain: float | None = None) -> str | None:
+    """A line for a CPU calibrated at more than one thread without a ``parallel_grain`` (a calibration from before
+    it) whose self-check missed by more than ``THREADS_HINT_ABOVE``: its small layers are predicted too fast (they
+    gain less from threads than the large layers the rates come from; bench_predict at 2 threads: median error
+    18 % without the grain, 7 % with it). None otherwise."""
     cal = calibration if isinstance(calibration, dict) else {}
     threads, err = cal.get("threads"), cal.get("held_out_error")
-    if not (isinstance(threads, int) and threads > 1 and isinstance(err, (int, float)) and err > THREADS_HINT_ABOVE):
+    if grain or not (isinstance(threads, int) and threads > 1 and isinstance(err, (int, float))
+                     and err > THREADS_HINT_ABOVE):
         return None
-    return (f"at {threads} threads small layers gain less from threads than the model assumes: for the closest "
-            "predictions calibrate and time at one thread (--threads 1)")
+    return (f"this calibration at {threads} threads predates the parallel grain, so small layers are predicted too "
+            "fast: calibrate again (python -m core calibrate)")
 
 
 def _check_threads(value: Any, device: Device) -> int | None:

@@ -310,8 +310,8 @@ def test_threads_default_to_the_count_local_was_calibrated_at_and_a_clash_is_war
            "every result records its count." in captions
     # 0.36 → 36 %; three held-out networks
     assert "'local' now: calibrated at 2 torch thread(s) on 2026-05-01; predicts held-out networks within 36 % " \
-           "(median of 3); at 2 threads small layers gain less from threads than the model assumes: for the closest " \
-           "predictions calibrate and time at one thread (--threads 1)." in captions
+           "(median of 3); this calibration at 2 threads predates the parallel grain, so small layers are predicted " \
+           "too fast: calibrate again (python -m core calibrate)." in captions
     assert not at.warning
     at.selectbox(key="bench_threads").set_value(1).run()
     assert [w.value for w in at.warning] == [

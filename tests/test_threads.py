@@ -93,10 +93,10 @@ def test_sweep_takes_threads_as_a_setting(db):
 def test_format_estimate_says_the_thread_count_and_the_held_out_error(db):
     text = format_estimate(core.estimate("mnist_cnn", "local", db=db))
     # 0.36 → "36 %"; three held-out networks
-    # 36 % > 20 % at 2 threads: the line says where the model is weak and what predicts closest
+    # 36 % > 20 % at 2 threads without a parallel grain: the line says the calibration is out of date
     assert ("Calibration:    calibrated at 2 torch thread(s) on 2026-05-01; predicts held-out networks within 36 % "
-            "(median of 3); at 2 threads small layers gain less from threads than the model assumes: for the closest "
-            "predictions calibrate and time at one thread (--threads 1)") in text.splitlines()
+            "(median of 3); this calibration at 2 threads predates the parallel grain, so small layers are predicted "
+            "too fast: calibrate again (python -m core calibrate)") in text.splitlines()
     assert "Calibration:" not in format_estimate(core.estimate("mnist_cnn", "core-i7-920", db=db))
 
 
@@ -151,13 +151,14 @@ def test_cli_estimate_threads(db, tmp_path, capsys):
     assert err.startswith("error: field 'threads' = 2: ") and len(err.strip().splitlines()) == 1
 
 
-def test_the_threads_hint_is_for_a_multi_thread_calibration_that_missed_its_held_out_networks():
+def test_the_threads_hint_is_for_a_multi_thread_calibration_without_a_grain_that_missed_its_held_out_networks():
     from core.paleo import THREADS_HINT_ABOVE, threads_hint
 
     assert THREADS_HINT_ABOVE == 0.2
-    assert threads_hint({"threads": 2, "held_out_error": 0.36}).startswith("at 2 threads small layers gain less")
+    assert threads_hint({"threads": 2, "held_out_error": 0.36}).startswith("this calibration at 2 threads predates")
+    assert threads_hint({"threads": 2, "held_out_error": 0.36}, grain=444e-6) is None     # it has the grain
     assert threads_hint({"threads": 2, "held_out_error": 0.15}) is None      # within 20 %: nothing to say
-    assert threads_hint({"threads": 1, "held_out_error": 0.36}) is None      # one thread: the hint's own advice
+    assert threads_hint({"threads": 1, "held_out_error": 0.36}) is None      # one thread: nothing to split
     assert threads_hint({"threads": 8}) is None and threads_hint(None) is None and threads_hint({}) is None
 
 
@@ -166,5 +167,6 @@ def test_calibrate_prints_the_threads_hint_after_its_self_check():
 
     lines = format_calibration({"threads": 2, "held_out_error": 0.37, "held_out": {"resnet18": -0.46}}).splitlines()
     assert lines[1] == "predicts held-out networks within 37% (median): resnet18 -46%"
-    assert lines[2].startswith("at 2 threads small layers gain less from threads than the model assumes")
+    assert lines[2].startswith("this calibration at 2 threads predates the parallel grain")
     assert len(format_calibration({"threads": 1, "held_out_error": 0.37}).splitlines()) == 2    # no hint at 1
+    assert len(format_calibration({"threads": 2, "held_out_error": 0.37}, grain=4e-4).splitlines()) == 2

@@ -43,9 +43,9 @@ def test_the_estimates_caption_says_the_calibrations_threads_and_quality(calibra
     assert text.startswith("mnist_cnn on This machine (test), batch 1, fp32, ")
     # 0.36 → 36 %; three held-out networks; the times hold at 2 threads
     assert text.endswith("**Calibrated at 2 torch thread(s) on 2026-05-01; predicts held-out networks within 36 % "
-                         "(median of 3); at 2 threads small layers gain less from threads than the model assumes: for "
-                         "the closest predictions calibrate and time at one thread (--threads 1).** These times are "
-                         "for 2 torch thread(s) only.")
+                         "(median of 3); this calibration at 2 threads predates the parallel grain, so small layers "
+                         "are predicted too fast: calibrate again (python -m core calibrate).** These times are for 2 "
+                         "torch thread(s) only.")
 
 
 def test_a_datasheet_cpu_caption_says_nothing_of_threads(calibrated_local):

@@ -77,7 +77,7 @@ def calibration(cal: dict) -> None:
     k5.metric("Held-out error", f"{q['held_out_error'] * 100:.0f} %" if "held_out_error" in q else "—",
               help="Median |predicted ÷ measured − 1| on networks the calibration did not fit: "
                    + ", ".join(f"{k} {v * 100:+.0f} %" for k, v in (q.get("held_out") or {}).items()))
-    hint = threads_hint(q)
+    hint = threads_hint(q, spec.get("parallel_grain"))
     if hint:
         st.info(hint[0].upper() + hint[1:] + ".")
     dataframe(bm.calibration_rows(spec), key="bench_cal_table",

@@ -116,8 +116,9 @@ def format_device(spec: dict) -> str:
                       f"  note:        {spec['note']}"])
 
 
-def format_calibration(cal: dict, default_threads: bool = False) -> str:
-    """The calibration's quality (a spec's ``calibration``), in lines: threads, spread, held-out error, noisy."""
+def format_calibration(cal: dict, default_threads: bool = False, grain: float | None = None) -> str:
+    """The calibration's quality (a spec's ``calibration``), in lines: threads, spread, held-out error, noisy;
+    ``grain``: the spec's ``parallel_grain``."""
     if not cal:
         return ""
     out = []
@@ -129,7 +130,7 @@ def format_calibration(cal: dict, default_threads: bool = False) -> str:
         each = ", ".join(f"{k} {v:+.0%}" for k, v in cal.get("held_out", {}).items())
         out.append(f"predicts held-out networks within {cal['held_out_error']:.0%} (median)"
                    + (f": {each}" if each else ""))
-    hint = threads_hint(cal)
+    hint = threads_hint(cal, grain)
     if hint:
         out.append(hint)
     if cal.get("noisy"):
@@ -213,7 +214,8 @@ def _calibrate(args) -> int:
         print(json.dumps(spec, indent=1))
     else:
         print(format_device(spec))
-        print(format_calibration(spec.get("calibration") or {}, default_threads=args.threads is None))
+        print(format_calibration(spec.get("calibration") or {}, default_threads=args.threads is None,
+                                 grain=spec.get("parallel_grain")))
         print(f"saved to {where}: use --device local" if where else "not saved (--no-save)")
     return 0
 
