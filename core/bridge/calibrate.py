@@ -971,23 +971,11 @@ def _fit_grain(machine, spec: dict, gate: Gate, budget: float) -> tuple[float, f
     layers are timed one by one and hot, where even small layers split among threads; inside a network the small
     ones do not gain (bench_predict, 2 threads on 2 cores: ShuffleNet V2 ran no faster than at 1 thread, while the
     rates fitted on large layers predicted ×1.6)."""
-    from ..api import load_network
     from ..devices import Device
-    from ..graph import compile_network
     from ..paleo import Estimate
-    from ..report import Report
 
-    nets = []
-    for name, shape in GRAIN_FIT:
-        net = load_network(name)
-        nets.append(net.with_input_shape(shape) if shape else net)
-
-    def run():
-        runs = [machine.time_network(net, 1, budget / len(nets)) for net in nets]
-        return runs, runs
-
-    measured = [statistics.median(t) for t in gate.measure("grain-fit network timings", run)]
-    reports = [Report(compile_network(net), 1, "fp32") for net in nets]
+    reports, runs = _time_networks(machine, GRAIN_FIT, gate, "grain-fit network timings", budget)
+    measured = [statistics.median(t) for t in runs]
     best = None
     for grain in GRAIN_GRID:
         device = Device(**{**spec, "parallel_grain": grain, "calibration": {"threads": machine.threads}})
@@ -1001,27 +989,33 @@ def _fit_grain(machine, spec: dict, gate: Gate, budget: float) -> tuple[float, f
 def _self_check(machine, spec: dict, gate: Gate, budget: float) -> dict:
     """network name → predicted ÷ measured − 1 for ``HELD_OUT`` at batch 1: the fitted device's PALEO forward time
     (``core.paleo``) against the median of the network's timed forward runs on ``machine``."""
-    from ..api import load_network
     from ..devices import Device
-    from ..graph import compile_network
     from ..paleo import Estimate
-    from ..report import Report
 
     device = Device(**{**spec, "calibration": {"threads": machine.threads}})     # the count its times are for
+    reports, runs = _time_networks(machine, HELD_OUT, gate, "held-out network timings", budget)
+    return {name: Estimate(r, device).totals["forward_s"] / statistics.median(t) - 1
+            for (name, _), r, t in zip(HELD_OUT, reports, runs)}
+
+
+def _time_networks(machine, which, gate: Gate, what: str, budget: float) -> tuple[list, list]:
+    """([their Reports at batch 1], [their forward run times]) of zoo networks ``which`` ((name, input shape or
+    None for its own)), timed on ``machine`` through ``gate`` as one quantity ``what``."""
+    from ..api import load_network
+    from ..graph import compile_network
+    from ..report import Report
+
     nets = []
-    for name, shape in HELD_OUT:
+    for name, shape in which:
         net = load_network(name)
         nets.append(net.with_input_shape(shape) if shape else net)
+
     def run():
         runs = [machine.time_network(net, 1, budget / len(nets)) for net in nets]
         return runs, runs
 
-    measured = gate.measure("held-out network timings", run)
-    out = {}
-    for (name, _), net, times in zip(HELD_OUT, nets, measured):
-        predicted = Estimate(Report(compile_network(net), 1, "fp32"), device).totals["forward_s"]
-        out[name] = predicted / statistics.median(times) - 1
-    return out
+    runs = gate.measure(what, run)
+    return [Report(compile_network(net), 1, "fp32") for net in nets], runs
 
 
 def save_local(spec: dict, path: str | Path | None = None) -> Path:
