@@ -186,7 +186,7 @@ def features(rows: list[dict]) -> dict:
             view = int(node is not None and w.calls == 0 and node.rule.alias and
                        (pidx == 0 or node.needs_grad) and not node.rule.stored)
             cols["views"].append(view)
-            cols["cls"].append(CLASS.get(w.work_class, 3))
+            cols["cls"].append(CLASS.get(gpu_model.compute_class(w.work_class), 3))
             cols["tc"].append(tc)
             cols["bwd"].append(int(w.backward))
             cols["wgrad"].append(int(kind == "wgrad"))

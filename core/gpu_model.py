@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import CalcError
-from .registry import REGISTRY
+from .registry import REGISTRY, WORK_FALLBACK
 
 if TYPE_CHECKING:      # core.paleo imports this module; the types are for reading only
     from .devices import Device
@@ -74,6 +74,15 @@ PARAMETERS = (
 )
 PARAM_NAMES = tuple(p[0] for p in PARAMETERS)
 COMPUTE_CLASSES = ("conv", "grouped_conv", "linear")     # other classes of work: compute at the peak (memory-bound)
+
+
+def compute_class(work_class: str | None) -> str | None:
+    """The fitted parameter a class of work runs at: its own, or its fallback's (``WORK_FALLBACK``: a depthwise conv
+    at "grouped_conv", which the published timings were fitted with); None for the memory-bound classes."""
+    if work_class in COMPUTE_CLASSES:
+        return work_class
+    fallback = WORK_FALLBACK.get(work_class)
+    return fallback if fallback in COMPUTE_CLASSES else None
 TENSOR_FACTOR = {"tf32": "tensor_tf32", "fp16": "tensor_fp16", "bf16": "tensor_fp16"}
 
 
@@ -142,7 +151,8 @@ def dgrad_tiles(node, batch: int) -> int:
 
 def efficiency(w: "Work", compute: str, p: dict, sm_count: int | None) -> float:
     """The share of the peak a work reaches: class × tensor-core factor × backward factor × wave efficiency."""
-    eff = p[w.work_class] if w.work_class in COMPUTE_CLASSES else 1.0
+    cls = compute_class(w.work_class)
+    eff = p[cls] if cls else 1.0
     if compute in TENSOR_FACTOR:
         eff *= p[TENSOR_FACTOR[compute]]
     if w.backward:

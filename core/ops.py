@@ -229,7 +229,9 @@ def _conv_formula(ctx: Ctx, batch: int) -> list[FormulaLine]:
 
 
 def _conv_work(ctx: Ctx) -> str:
-    return "grouped_conv" if ctx["groups"] > 1 else "conv"
+    if ctx["groups"] == 1:
+        return "conv"
+    return "depthwise_conv" if _is_depthwise(ctx) else "grouped_conv"
 
 
 def _is_depthwise(ctx: Ctx) -> bool:

@@ -381,7 +381,8 @@ def _predicted_layers(compiled: Compiled, fused: bool, compute: str) -> tuple:
     for lw in network_work(compiled, fused).layers:
         node = lw.node
         wino = gpu_model.uses_winograd(node, compute)
-        cls = gpu_model.COMPUTE_CLASSES.index(lw.work_class) if lw.work_class in gpu_model.COMPUTE_CLASSES else none
+        gc = gpu_model.compute_class(lw.work_class)
+        cls = gpu_model.COMPUTE_CLASSES.index(gc) if gc else none
         split = None
         if node.bwd_weight_flops and cls != none:
             split = (node.out_elems + sum(numel(node.in_shapes[i]) for i in node.saves.inputs),
@@ -927,8 +928,7 @@ class Estimate:
             node = lw.node
             w = Work(w.work_class, w.flops, w.bytes, w.fresh_bytes, w.calls,      # (replace() costs 3× more)
                      gpu_model.layer_tiles(node, n), which == "backward")
-            if which == "forward" or not (w.flops and node.bwd_weight_flops and lw.work_class in
-                                          gpu_model.COMPUTE_CLASSES):
+            if which == "forward" or not (w.flops and node.bwd_weight_flops and gpu_model.compute_class(lw.work_class)):
                 out.append((w,))
                 continue
             wflops = w.flops * node.bwd_weight_flops / lw.backward.flops     # the conv algorithm's factor kept

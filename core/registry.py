@@ -24,9 +24,13 @@ FLOPS_PER_MAC = 2
 
 # Classes of work: which calibrated efficiency and per-call overhead of a device apply to a node (each rule says its
 # class, ``OpRule.work``). A device without a figure for "pool" or "shape" uses its "elementwise" one (WORK_FALLBACK):
-# windowed pooling got its own class after the first calibrations; shape ops (concat, pad) are copies.
-WORK_CLASSES = ("conv", "grouped_conv", "linear", "pool", "elementwise", "shape")
-WORK_FALLBACK = {"pool": "elementwise", "shape": "elementwise"}
+# windowed pooling got its own class after the first calibrations; shape ops (concat, pad) are copies. Depthwise
+# convs (groups = input channels: MobileNet, EfficientNet, MNASNet) split from "grouped_conv" (ResNeXt, RegNet) later:
+# on a CPU they ran at a third of a grouped conv's rate (backward: ~0.05 of the peak against ~0.4), so one figure
+# made the depthwise networks' training step 25–40 % too fast; a device calibrated before the split, and the GPU
+# model's fitted "grouped_conv", stand for both.
+WORK_CLASSES = ("conv", "grouped_conv", "depthwise_conv", "linear", "pool", "elementwise", "shape")
+WORK_FALLBACK = {"pool": "elementwise", "shape": "elementwise", "depthwise_conv": "grouped_conv"}
 
 MAX_DIM = 2 ** 24          # 16,777,216: larger tensor dimensions are rejected as absurd (10^12 channels)
 MAX_ELEMS = 2 ** 53        # elements of one tensor per sample (a petabyte): more is absurd, and exact as a float

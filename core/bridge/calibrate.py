@@ -30,8 +30,10 @@ disturbance only ever adds time to a call that costs microseconds:
   runs; it is what makes small networks at batch 1 slower than their FLOPs say;
 * ``efficiency`` per class of work, timing a suite of common fp32 layer shapes per class (also as modules), each at
   batch 1 and 8 (16 and 128 on a GPU) because a CPU's caches hold one image's tensors but not a batch's:
-  conv (7×7/2 stem, 3×3 at 64@56 … 512@7, bottleneck 1×1s, a small SqueezeNet-like 16→64), grouped_conv (MobileNet
-  and EfficientNet depthwise 3×3 and 5×5, a ResNeXt 32-group conv), linear (1024→1024 × 64, classifier heads
+  conv (7×7/2 stem, 3×3 at 64@56 … 512@7, bottleneck 1×1s, a small SqueezeNet-like 16→64), grouped_conv (ResNeXt's
+  32-group 3×3 stages, a RegNet-X block), depthwise_conv (MobileNet and EfficientNet depthwise 3×3 and 5×5, stride 1
+  and 2: they reach a third of a grouped conv's rate, so one figure for both was wrong for each), linear
+  (1024→1024 × 64, classifier heads
   2048→1000 and 4096→4096), pool (ResNet/SqueezeNet/VGG stem pools, GoogLeNet/Inception stride-1 branch pools) and
   elementwise (ReLU, BatchNorm in eval mode, SiLU, Hardswish, and global average pools: a classifier head's and a
   squeeze-and-excitation block's, which stream their input once as elementwise work does). The engine itself counts
@@ -155,6 +157,12 @@ RETRIES = 2                   # re-measurements of an unsteady quantity or an ou
 OVERHEAD_MAX = 1e-3           # seconds per layer call: above is a measurement error
 EFFICIENCY_RANGE = (1e-4, 1.0)     # the upper bound for COMPUTE_BOUND classes only (module docstring: why)
 COMPUTE_BOUND = ("conv", "linear")
+# a suite layer whose efficiency is this many times below its class's median is left out of the class's figure:
+# Σc ÷ Σ(t − …) is time-weighted, so one disturbed run of a large layer decided it. At 2 threads a 4096→4096
+# linear's backward at batch 1 (its 64 MB weight gradient on fresh pages) ran its first runs at up to 120 ms against
+# ~15 ms steady, and the class came out at 0.015 of the peak, not ~0.8: ConvNeXt-T's training step predicted 12×
+# too slow. The suite's steady layers of one class stay within ~5× of each other (depthwise backward 0.03–0.16).
+OUTLIER_FACTOR = 10.0
 # the self-check's networks: (built-in name, per-sample input shape or None for the network's own), batch 1
 HELD_OUT = (("mnist_cnn", None), ("squeezenet1_0", (3, 64, 64)), ("resnet18", (3, 64, 64)))
 HELD_OUT_LIMIT = 0.6          # median |error| on them above which the calibration is refused (docstring: why)
@@ -361,10 +369,15 @@ def _case_specs(gpu: bool) -> dict:
         "conv": [conv(4, 4, 3, 4, batch=1),
                  conv(3, 64, 7, 224, stride=2), conv(64, 64, 3, 56), conv(128, 128, 3, 28), conv(256, 256, 3, 14),
                  conv(512, 512, 3, 7), conv(256, 64, 1, 56), conv(64, 256, 1, 56), conv(16, 64, 3, 55)],
-        "grouped_conv": [conv(4, 4, 3, 4, groups=4, batch=1),
-                         conv(32, 32, 3, 112, groups=32), conv(144, 144, 3, 56, stride=2, groups=144),
-                         conv(192, 192, 3, 28, groups=192), conv(480, 480, 5, 14, groups=480),
-                         conv(960, 960, 3, 7, groups=960), conv(256, 256, 3, 28, groups=32)],
+        # ResNeXt-50 32×4d's 3×3 stages (32 groups) and a RegNet-X block (groups of 16 channels)
+        "grouped_conv": [conv(8, 8, 3, 4, groups=2, batch=1),
+                         conv(128, 128, 3, 56, groups=32), conv(256, 256, 3, 28, groups=32),
+                         conv(512, 512, 3, 14, groups=32), conv(160, 160, 3, 14, groups=10)],
+        # MobileNet V2/V3 and EfficientNet depthwise 3×3 and 5×5, stride 1 and 2
+        "depthwise_conv": [conv(4, 4, 3, 4, groups=4, batch=1),
+                           conv(32, 32, 3, 112, groups=32), conv(144, 144, 3, 56, stride=2, groups=144),
+                           conv(192, 192, 3, 28, groups=192), conv(480, 480, 5, 14, groups=480),
+                           conv(960, 960, 3, 7, groups=960), conv(96, 96, 3, 112, stride=2, groups=96)],
         "linear": [linear(4, 4, 1), linear(1024, 1024, 64 * nb), linear(2048, 1000, nb), linear(4096, 4096, nb)],
         "pool": [pool("max_pool2d", 4, 4, 2, 2),
                  pool("max_pool2d", 64, 112, 3, 2, 1), pool("max_pool2d", 192, 28, 3, 1, 1),
@@ -589,15 +602,17 @@ def _backward_cost(network, batch: int, peak: float, bandwidth: float) -> tuple[
 def _efficiencies(timed: dict, peak: float, bandwidth: float, fresh: tuple | None = None,
                   backward: bool = False) -> dict:
     """op class → (efficiency, achieved FLOP/s ÷ peak, {layer: (efficiency, achieved ÷ peak)}, overhead s, raw
-    efficiency); ``timed``: op class → [(IR network, batch, seconds, fresh bytes)], the tiny layer first (its
-    seconds are the class's overhead). See the module docstring. The suite after the tiny layer gives the efficiency:
-    the suite's compute time over its measured time less memory, page faults and overhead (Σc ÷ Σ(t − m − fresh −
-    overhead)), i.e. what a network made of those layers reaches; it is clamped to [0.0001, 1], and the raw figure
-    (infinite when nothing is left for compute) is what the sanity bounds check. ``fresh`` is the time the run's
-    counted fresh-page bytes take at the page-fault rate: ``core.paleo`` adds that term for a network from its own
-    replay of the allocator, so it must not also hide in the efficiency. ``backward``: the suite's backward runs
-    (``_backward_cost``); the tiny row's fourth figure is then what every single-layer backward pays besides its
-    work (autograd's start and one node), subtracted instead of the per-node overhead."""
+    efficiency, layers left out); ``timed``: op class → [(IR network, batch, seconds, fresh bytes)], the tiny layer
+    first (its seconds are the class's overhead). See the module docstring. The suite after the tiny layer gives the
+    efficiency: the suite's compute time over its measured time less memory, page faults and overhead (Σc ÷ Σ(t − m
+    − fresh − overhead)), i.e. what a network made of those layers reaches; it is clamped to [0.0001, 1], and the
+    raw figure (infinite when nothing is left for compute) is what the sanity bounds check. ``fresh`` is the time
+    the run's counted fresh-page bytes take at the page-fault rate: ``core.paleo`` adds that term for a network from
+    its own replay of the allocator, so it must not also hide in the efficiency. ``backward``: the suite's backward
+    runs (``_backward_cost``); the tiny row's fourth figure is then what every single-layer backward pays besides
+    its work (autograd's start and one node), subtracted instead of the per-node overhead. A layer whose efficiency
+    is ``OUTLIER_FACTOR`` times below its class's median is left out of the sums (a disturbed run of a large layer
+    would decide the class) and named in the sixth figure."""
     from ..devices import Device
     from ..graph import compile_network
     from ..paleo import Estimate
@@ -611,6 +626,7 @@ def _efficiencies(timed: dict, peak: float, bandwidth: float, fresh: tuple | Non
         overhead = tiny[2]
         fixed = overhead if tiny[3] is None else tiny[3]
         per, sums = {}, [0.0, 0.0, 0.0, 0.0]          # compute, time left for compute, FLOPs, time
+        rows = []
         for k, (network, batch, t, fresh_bytes) in enumerate(layers):
             if backward:
                 c, m, flops = _backward_cost(network, batch, peak, bandwidth)
@@ -619,11 +635,18 @@ def _efficiencies(timed: dict, peak: float, bandwidth: float, fresh: tuple | Non
                 c, m, flops = tot["forward_compute_s"], tot["forward_memory_s"], tot["forward_flops"]
             faults = fresh_bytes / fault_rate if fault_rate else 0.0
             left = max(t - m - faults - fixed, 0.0)
-            per[f"{network.name}{k}"] = (min(max(c / left, 1e-4), 1.0) if left else 1.0, flops / t / peak)
-            sums = [sums[0] + c, sums[1] + left, sums[2] + flops, sums[3] + t]
+            rows.append((f"{network.name}{k}", c, left, flops, t))
+        typical = statistics.median(c / left if left else float("inf") for _, c, left, _, _ in rows) if rows else 0
+        left_out = []
+        for name, c, left, flops, t in rows:
+            per[name] = (min(max(c / left, 1e-4), 1.0) if left else 1.0, flops / t / peak)
+            if left and c / left * OUTLIER_FACTOR < typical:
+                left_out.append(name)
+            else:
+                sums = [sums[0] + c, sums[1] + left, sums[2] + flops, sums[3] + t]
         raw = sums[0] / sums[1] if sums[1] else float("inf")
         eff = min(max(raw, 1e-4), 1.0)
-        out[cls] = (eff, sums[2] / sums[3] / peak, per, overhead, raw)
+        out[cls] = (eff, sums[2] / sums[3] / peak if sums[3] else 0.0, per, overhead, raw, tuple(left_out))
     return out
 
 
@@ -927,7 +950,8 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
                  f"networks within {err:.0%} (median; " + ", ".join(f"{k} {v:+.0%}" for k, v in held.items()) + ")")
 
     def detail(cls, v):
-        inner = f" [{', '.join(f'{n} {e:.3g} ({r:.3g})' for n, (e, r) in v[2].items())}]" if len(v[2]) > 1 else ""
+        rows = [f"{n} {e:.3g} ({r:.3g})" + (" left out" if n in v[5] else "") for n, (e, r) in v[2].items()]
+        inner = f" [{', '.join(rows)}]" if len(rows) > 1 else ""
         return f"{cls} {v[0]:.3g} ({v[1]:.3g}){inner}"
 
     notes.append("efficiency = c / (t − m − overhead) per PALEO's sum model (achieved FLOP/s ÷ fp32 peak): "
@@ -955,7 +979,7 @@ def _out_of_bounds(eff: dict, names=("layer_overhead", "efficiency"),
     efficiency fields (forward's, or backward_overhead and backward_efficiency); ``compute_bound``: the classes
     whose efficiency may not exceed 1."""
     out = []
-    for cls, (_, _, _, overhead, raw) in eff.items():
+    for cls, (_, _, _, overhead, raw, *_) in eff.items():
         if overhead > OVERHEAD_MAX:
             out.append((cls, names[0], overhead, f"per layer call is above {_time(OVERHEAD_MAX)}"))
         if raw < EFFICIENCY_RANGE[0]:

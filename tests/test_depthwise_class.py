@@ -1,0 +1,73 @@
+"""Depthwise convolutions are a class of work of their own ("depthwise_conv"), split from "grouped_conv": which
+conv is which, a device calibrated before the split (its "grouped_conv" figures stand for both), and the GPU model,
+whose fitted "grouped_conv" parameter runs both. Hand arithmetic on one-layer networks.
+
+dw(): x (32, 8, 8) → conv 3×3, stride 1, padding 1, groups 32, 32 → 32 channels, no bias.
+  MACs 32 × 8 × 8 × 9 = 18,432 per sample → 36,864 FLOPs; batch 1.
+The device: peak 1e9 FLOP/s, bandwidth 1e12 B/s (memory negligible but counted the same on both sides).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from core import gpu_model
+from core.devices import Device
+from core.graph import compile_network
+from core.ir import Network, Node
+from core.paleo import estimate
+
+
+def conv(cin: int, cout: int, groups: int) -> Network:
+    return Network.make("one", {"x": (cin, 8, 8)}, [Node.make("c", "conv2d", "x", out_channels=cout, kernel_size=3,
+                                                              padding=1, groups=groups, bias=False)])
+
+
+def work_class(net: Network) -> str:
+    node = compile_network(net).nodes[0]
+    return node.rule.work_class(node.ctx)
+
+
+@pytest.mark.parametrize("cin, cout, groups, expected", [
+    (32, 32, 32, "depthwise_conv"),        # MobileNet's depthwise 3×3
+    (32, 64, 32, "depthwise_conv"),        # a channel multiplier of 2 (groups = input channels)
+    (128, 128, 32, "grouped_conv"),        # ResNeXt's 32 groups of 4 channels
+    (32, 32, 2, "grouped_conv"),
+    (32, 32, 1, "conv"),
+])
+def test_which_conv_is_depthwise(cin, cout, groups, expected):
+    assert work_class(conv(cin, cout, groups)) == expected
+
+
+OLD = Device(id="cpu", name="CPU", vendor="test", kind="CPU", year=2026, peak_flops={"fp32": 1e9},
+             memory_bandwidth=1e12, source="hand-made for tests", note="",
+             efficiency={"conv": 0.8, "grouped_conv": 0.4}, layer_overhead={"conv": 1e-5, "grouped_conv": 5e-5})
+
+
+def test_a_device_calibrated_before_the_split_runs_depthwise_at_its_grouped_figures():
+    """36,864 FLOPs at 1e9 × 0.4 = 9.216e-5 s compute, and grouped_conv's 5e-5 s per call."""
+    layer = estimate(conv(32, 32, 32), OLD).layer_times[0]
+    assert layer.work_class == "depthwise_conv"
+    assert layer.forward.compute_s == pytest.approx(9.216e-5)
+    assert layer.forward.overhead_s == pytest.approx(5e-5)
+
+
+def test_a_device_with_depthwise_figures_uses_them():
+    """At 0.1: 36,864 / (1e9 × 0.1) = 3.6864e-4 s, 4× the grouped figure's; 8e-5 s per call. A ResNeXt-style
+    grouped conv on the same device keeps grouped_conv's 0.4: 128 × 8 × 8 × 4 × 9 × 2 = 589,824 FLOPs / 4e8 =
+    1.47456e-3 s."""
+    new = dataclasses.replace(OLD, efficiency={**OLD.efficiency, "depthwise_conv": 0.1},
+                              layer_overhead={**OLD.layer_overhead, "depthwise_conv": 8e-5})
+    dw = estimate(conv(32, 32, 32), new).layer_times[0]
+    assert dw.forward.compute_s == pytest.approx(3.6864e-4) and dw.forward.overhead_s == pytest.approx(8e-5)
+    grouped = estimate(conv(128, 128, 32), new).layer_times[0]
+    assert grouped.work_class == "grouped_conv" and grouped.forward.compute_s == pytest.approx(1.47456e-3)
+
+
+def test_the_gpu_model_runs_depthwise_at_its_fitted_grouped_parameter():
+    assert gpu_model.compute_class("depthwise_conv") == "grouped_conv"
+    assert gpu_model.compute_class("grouped_conv") == "grouped_conv"
+    assert gpu_model.compute_class("conv") == "conv"
+    assert gpu_model.compute_class("elementwise") is None and gpu_model.compute_class("pool") is None
