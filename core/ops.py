@@ -858,7 +858,7 @@ register(OpRule(
     _bn_shape, _bn_cost, _bn_formula, _bn_params,
     saves=lambda ctx: Saves(inputs=(0,), fixed_bytes=2 * 4 * ctx.x[0]), channel="pass",
     doc="batch normalisation over dim 1 (BatchNorm1d/2d); num_features follow from the input", torch="nn.BatchNorm2d",
-    work="elementwise", fusion="epilogue", to_torch=_bn_torch,
+    work="batch_norm", fusion="epilogue", to_torch=_bn_torch,
     imports=_modules(_bn_import, "BatchNorm1d", "BatchNorm2d") + _calls(_bn_call, "torch.nn.functional.batch_norm")))
 
 

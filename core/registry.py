@@ -28,9 +28,12 @@ FLOPS_PER_MAC = 2
 # convs (groups = input channels: MobileNet, EfficientNet, MNASNet) split from "grouped_conv" (ResNeXt, RegNet) later:
 # on a CPU they ran at a third of a grouped conv's rate (backward: ~0.05 of the peak against ~0.4), so one figure
 # made the depthwise networks' training step 25–40 % too fast; a device calibrated before the split, and the GPU
-# model's fitted "grouped_conv", stand for both.
-WORK_CLASSES = ("conv", "grouped_conv", "depthwise_conv", "linear", "pool", "elementwise", "shape")
-WORK_FALLBACK = {"pool": "elementwise", "shape": "elementwise", "depthwise_conv": "grouped_conv"}
+# model's fitted "grouped_conv", stand for both. BatchNorm split from "elementwise" at the same time: in train mode it
+# first reads its input for the batch statistics, and on our CPU its training forward ran ~3× its inference one,
+# where a ReLU's ran ~1.5×; one figure for both made every BatchNorm network's training forward 25–40 % too fast.
+WORK_CLASSES = ("conv", "grouped_conv", "depthwise_conv", "linear", "pool", "batch_norm", "elementwise", "shape")
+WORK_FALLBACK = {"pool": "elementwise", "shape": "elementwise", "depthwise_conv": "grouped_conv",
+                 "batch_norm": "elementwise"}
 
 MAX_DIM = 2 ** 24          # 16,777,216: larger tensor dimensions are rejected as absurd (10^12 channels)
 MAX_ELEMS = 2 ** 53        # elements of one tensor per sample (a petabyte): more is absurd, and exact as a float

@@ -46,13 +46,13 @@ QUIET = (1.00, 1.00, 1.00, 1.01, 1.02)
 NOISY = (1.0, 1.2, 1.5, 2.0, 2.5)
 PEAK, BANDWIDTH, FAULTS = 1e11, 1e10, 2e9
 EFFICIENCY = {"conv": 0.5, "grouped_conv": 0.05, "depthwise_conv": 0.02, "linear": 0.4, "pool": 0.01,
-              "elementwise": 0.2}
+              "batch_norm": 0.15, "elementwise": 0.2}
 OVERHEAD = 10e-6
 BACKWARD_EFFICIENCY = {"conv": 0.3, "grouped_conv": 0.01, "depthwise_conv": 0.004, "linear": 0.35, "pool": 0.002,
-                       "elementwise": 0.1}
+                       "batch_norm": 0.05, "elementwise": 0.1}
 START, BACKWARD_OVERHEAD, UPDATE_OVERHEAD = 15e-6, 20e-6, 5e-6
 TRAIN_EFFICIENCY = {"conv": 0.45, "grouped_conv": 0.02, "depthwise_conv": 0.01, "linear": 0.3, "pool": 0.008,
-                    "elementwise": 0.15}
+                    "batch_norm": 0.07, "elementwise": 0.15}
 TRAIN_OVERHEAD = 12e-6
 
 
@@ -192,7 +192,7 @@ class Fake:
         key = (cls, network.name, network.inputs[0][1], batch, tuple(sorted(attrs.items())))
         self.calls[key] = self.calls.get(key, 0) + 1
         tiny = network.inputs[0][1][-1] == 4 and batch == 1 and network.name in ("conv2d", "linear", "max_pool2d",
-                                                                                  "relu")
+                                                                                  "relu", "batch_norm")
         if tiny:
             return self._runs(self.overhead.get(cls, OVERHEAD)), [0] * 5
         tot = Estimate(Report(compile_network(network), batch, "fp32"), _PROBE).totals

@@ -383,8 +383,13 @@ def _case_specs(gpu: bool) -> dict:
                  pool("max_pool2d", 64, 112, 3, 2, 1), pool("max_pool2d", 192, 28, 3, 1, 1),
                  pool("max_pool2d", 96, 109, 3, 2, ceil=True), pool("avg_pool2d", 288, 35, 3, 1, 1),
                  pool("max_pool2d", 128, 112, 2, 2)],
+        # ResNet's stem and stage BatchNorms, MobileNet V2's expanded ones (inference: eval mode; the training
+        # forward and backward: train mode, batch statistics)
+        "batch_norm": [("batch_norm", (4, 4, 4), 1, {}),
+                       ("batch_norm", (64, 112, 112), nb, {}), ("batch_norm", (128, 56, 56), nb, {}),
+                       ("batch_norm", (144, 56, 56), nb, {}), ("batch_norm", (512, 7, 7), nb, {})],
         "elementwise": [("relu", (4, 4, 4), 1, {}),
-                        ("relu", (64, 112, 112), nb, {}), ("batch_norm", (128, 56, 56), nb, {}),
+                        ("relu", (64, 112, 112), nb, {}),
                         ("silu", (144, 56, 56), nb, {}), ("hardswish", (72, 56, 56), nb, {}),
                         ("adaptive_avg_pool2d", (2048, 7, 7), nb, dict(output_size=1)),
                         ("adaptive_avg_pool2d", (240, 28, 28), nb, dict(output_size=1))],

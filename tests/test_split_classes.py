@@ -1,6 +1,7 @@
-"""Depthwise convolutions are a class of work of their own ("depthwise_conv"), split from "grouped_conv": which
-conv is which, a device calibrated before the split (its "grouped_conv" figures stand for both), and the GPU model,
-whose fitted "grouped_conv" parameter runs both. Hand arithmetic on one-layer networks.
+"""Depthwise convolutions are a class of work of their own ("depthwise_conv"), split from "grouped_conv", and
+BatchNorm ("batch_norm") from "elementwise": which layer is which, a device calibrated before the split (the old
+class's figures stand for both), and the GPU model, whose fitted "grouped_conv" parameter runs both convs. Hand
+arithmetic on one-layer networks.
 
 dw(): x (32, 8, 8) → conv 3×3, stride 1, padding 1, groups 32, 32 → 32 channels, no bias.
   MACs 32 × 8 × 8 × 9 = 18,432 per sample → 36,864 FLOPs; batch 1.
@@ -71,3 +72,22 @@ def test_the_gpu_model_runs_depthwise_at_its_fitted_grouped_parameter():
     assert gpu_model.compute_class("grouped_conv") == "grouped_conv"
     assert gpu_model.compute_class("conv") == "conv"
     assert gpu_model.compute_class("elementwise") is None and gpu_model.compute_class("pool") is None
+
+
+def bn() -> Network:
+    return Network.make("one", {"x": (16, 8, 8)}, [Node.make("b", "batch_norm", "x"), Node.make("r", "relu", "b")])
+
+
+def test_batch_norm_is_its_own_class_and_an_older_device_runs_it_at_elementwise_figures():
+    """x (16, 8, 8) = 1024 elements. Older device: no figures for either, so both layers get none: the batch norm
+    and the ReLU cost the same per-call overhead as before (elementwise's 2e-6 s). With a batch_norm figure of 7e-6
+    s per call, only the batch norm changes."""
+    old = dataclasses.replace(OLD, efficiency={**OLD.efficiency, "elementwise": 1.0},
+                              layer_overhead={**OLD.layer_overhead, "elementwise": 2e-6})
+    b, r = estimate(bn(), old).layer_times
+    assert (b.work_class, r.work_class) == ("batch_norm", "elementwise")
+    assert b.forward.overhead_s == pytest.approx(2e-6) and r.forward.overhead_s == pytest.approx(2e-6)
+    new = dataclasses.replace(old, layer_overhead={**old.layer_overhead, "batch_norm": 7e-6})
+    b, r = estimate(bn(), new).layer_times
+    assert b.forward.overhead_s == pytest.approx(7e-6) and r.forward.overhead_s == pytest.approx(2e-6)
+    assert gpu_model.compute_class("batch_norm") is None          # memory-bound on a GPU, as elementwise is
