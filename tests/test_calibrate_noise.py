@@ -305,6 +305,11 @@ def test_a_suite_layer_far_below_its_class_is_left_out_and_named():
     note = spec["note"][spec["note"].index("backward efficiency ="):]
     assert "linear2" in note and note.index("left out") > note.index("linear2")
     assert spec["backward_efficiency"]["conv"] == pytest.approx(BACKWARD_EFFICIENCY["conv"])   # others untouched
+    # a memory-bound class keeps every layer (its figures differ 10× between steady layers): the ReLU on
+    # (64, 112, 112) 50× slow stays in, and the elementwise figure moves
+    slow_relu = run(Fake(bwd_slow={(64, 112, 112): 50.0}))
+    assert "left out" not in slow_relu["note"]
+    assert slow_relu["backward_efficiency"]["elementwise"] < BACKWARD_EFFICIENCY["elementwise"] / 2
 
 
 def test_the_backward_cost_of_a_suite_layer_is_the_engines_with_its_input_gradient():

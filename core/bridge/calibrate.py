@@ -29,24 +29,27 @@ disturbance only ever adds time to a call that costs microseconds:
   dispatch, allocation, the library's setup (Hockney's n½ in time form). ``core.paleo`` adds it to every layer that
   runs; it is what makes small networks at batch 1 slower than their FLOPs say;
 * ``efficiency`` per class of work, timing a suite of common fp32 layer shapes per class (also as modules), each at
-  batch 1 and 8 (16 and 128 on a GPU) because a CPU's caches hold one image's tensors but not a batch's:
-  conv (7×7/2 stem, 3×3 at 64@56 … 512@7, bottleneck 1×1s, a small SqueezeNet-like 16→64), grouped_conv (ResNeXt's
-  32-group 3×3 stages, a RegNet-X block), depthwise_conv (MobileNet and EfficientNet depthwise 3×3 and 5×5, stride 1
-  and 2: they reach a third of a grouped conv's rate, so one figure for both was wrong for each), linear
-  (1024→1024 × 64, classifier heads
-  2048→1000 and 4096→4096), pool (ResNet/SqueezeNet/VGG stem pools, GoogLeNet/Inception stride-1 branch pools) and
-  elementwise (ReLU, BatchNorm in eval mode, SiLU, Hardswish, and global average pools: a classifier head's and a
-  squeeze-and-excitation block's, which stream their input once as elementwise work does). The engine itself counts
-  each layer's FLOPs and bytes and splits PALEO's forward time, at the measured fp32 peak and bandwidth, into
-  compute ``c`` and memory ``m``; a class's efficiency is the factor that makes PALEO's sum (``c / efficiency + m +
-  fresh + overhead``) reproduce the suite's measured time ``t``: ``Σc / Σ(t − m − fresh − overhead)``, clamped to
-  [0.0001, 1], where ``fresh`` is the run's own counted page faults at the page-fault rate (a tight loop of one
-  layer faults differently from a network, and ``core.paleo`` models a network's faults itself). For
-  conv and linear ``m`` is small and this is close to achieved FLOP/s ÷ fp32 GEMM peak; for the memory-bound classes
-  it is the compute share left once the memory term at the measured bandwidth is paid, which is how ``core.paleo``
-  applies it. Every layer's efficiency and raw achieved FLOP/s ÷ peak are in the note. A class without a suite of
-  its own (shape: concat and pad, which copy) is given its fallback's figures (``core.registry.WORK_FALLBACK``), so
-  the device states every class;
+  batch 1 and 8 (16 and 128 on a GPU) because a CPU's caches hold one image's tensors but not a batch's: conv (7×7/2
+  stem, 3×3 at 64@56 … 512@7, bottleneck 1×1s, a small SqueezeNet-like 16→64), grouped_conv (ResNeXt's 32-group 3×3
+  stages, a RegNet-X block), depthwise_conv (MobileNet and EfficientNet depthwise 3×3 and 5×5, stride 1 and 2: they
+  reach a third of a grouped conv's rate, so one figure for both was wrong for each), linear (1024→1024 × 64,
+  classifier heads 2048→1000 and 4096→4096), pool (ResNet/SqueezeNet/VGG stem pools, GoogLeNet/Inception stride-1
+  branch pools), batch_norm (ResNet's and MobileNet V2's: in eval mode here, in train mode with its batch statistics
+  for the training forward and backward below, where it runs ~3× slower while a ReLU runs ~1.5×) and elementwise
+  (ReLU, SiLU, Hardswish, and global average pools: a classifier head's and a squeeze-and-excitation block's, which
+  stream their input once as elementwise work does). A suite layer whose efficiency is ``OUTLIER_FACTOR`` (10) times
+  below its class's median is left out of the class's figure and named in the note ("left out"): the figure is
+  time-weighted, so one disturbed large layer would decide it (compute classes only, ``OUTLIER_CLASSES``). The engine
+  itself counts each layer's FLOPs and bytes and splits PALEO's forward time, at the measured fp32 peak and bandwidth,
+  into compute ``c`` and memory ``m``; a class's efficiency is the factor that makes PALEO's sum (``c / efficiency + m
+  + fresh + overhead``) reproduce the suite's measured time ``t``: ``Σc / Σ(t − m − fresh − overhead)``, clamped to
+  [0.0001, 1], where ``fresh`` is the run's own counted page faults at the page-fault rate (a tight loop of one layer
+  faults differently from a network, and ``core.paleo`` models a network's faults itself). For conv and linear ``m``
+  is small and this is close to achieved FLOP/s ÷ fp32 GEMM peak; for the memory-bound classes it is the compute share
+  left once the memory term at the measured bandwidth is paid, which is how ``core.paleo`` applies it. Every layer's
+  efficiency and raw achieved FLOP/s ÷ peak are in the note. A class without a suite of its own (shape: concat and
+  pad, which copy) is given its fallback's figures (``core.registry.WORK_FALLBACK``), so the device states every
+  class;
 * the **backward pass and the training step** on a CPU (a GPU's are the fitted GPU model's, not measured here). Each
   suite layer (at its first batch only, for the budget) is run as in training: train mode, its input requiring a
   gradient as an inner layer's does (a stem's, 3 channels, not: a network computes no image gradient), gradients set
@@ -163,6 +166,10 @@ COMPUTE_BOUND = ("conv", "linear")
 # ~15 ms steady, and the class came out at 0.015 of the peak, not ~0.8: ConvNeXt-T's training step predicted 12×
 # too slow. The suite's steady layers of one class stay within ~5× of each other (depthwise backward 0.03–0.16).
 OUTLIER_FACTOR = 10.0
+# only where the figure is a compute rate: for the memory-bound classes it is what is left of a layer's time after
+# its bytes at the STREAM bandwidth, which differs by 10× and more between layers that are all steady (a ReLU that
+# stays in cache beats the bandwidth: 1; a global average pool: 0.01–0.09)
+OUTLIER_CLASSES = ("conv", "grouped_conv", "depthwise_conv", "linear")
 # the self-check's networks: (built-in name, per-sample input shape or None for the network's own), batch 1
 HELD_OUT = (("mnist_cnn", None), ("squeezenet1_0", (3, 64, 64)), ("resnet18", (3, 64, 64)))
 HELD_OUT_LIMIT = 0.6          # median |error| on them above which the calibration is refused (docstring: why)
@@ -616,7 +623,8 @@ def _efficiencies(timed: dict, peak: float, bandwidth: float, fresh: tuple | Non
     its own replay of the allocator, so it must not also hide in the efficiency. ``backward``: the suite's backward
     runs (``_backward_cost``); the tiny row's fourth figure is then what every single-layer backward pays besides
     its work (autograd's start and one node), subtracted instead of the per-node overhead. A layer whose efficiency
-    is ``OUTLIER_FACTOR`` times below its class's median is left out of the sums (a disturbed run of a large layer
+    is ``OUTLIER_FACTOR`` times below its class's median (clamped figures; compute classes only,
+    ``OUTLIER_CLASSES``) is left out of the sums (a disturbed run of a large layer
     would decide the class) and named in the sixth figure."""
     from ..devices import Device
     from ..graph import compile_network
@@ -641,11 +649,12 @@ def _efficiencies(timed: dict, peak: float, bandwidth: float, fresh: tuple | Non
             faults = fresh_bytes / fault_rate if fault_rate else 0.0
             left = max(t - m - faults - fixed, 0.0)
             rows.append((f"{network.name}{k}", c, left, flops, t))
-        typical = statistics.median(c / left if left else float("inf") for _, c, left, _, _ in rows) if rows else 0
+        clamped = [min(max(c / left, 1e-4), 1.0) if left else 1.0 for _, c, left, _, _ in rows]
+        typical = statistics.median(clamped) if rows and cls in OUTLIER_CLASSES else 0.0
         left_out = []
-        for name, c, left, flops, t in rows:
-            per[name] = (min(max(c / left, 1e-4), 1.0) if left else 1.0, flops / t / peak)
-            if left and c / left * OUTLIER_FACTOR < typical:
+        for (name, c, left, flops, t), e in zip(rows, clamped):
+            per[name] = (e, flops / t / peak)
+            if e * OUTLIER_FACTOR < typical:
                 left_out.append(name)
             else:
                 sums = [sums[0] + c, sums[1] + left, sums[2] + flops, sums[3] + t]
