@@ -77,7 +77,8 @@ disturbance only ever adds time to a call that costs microseconds:
   ``EAGER_ACCESSES``). A device without them (older files, GPUs, datasheets) is estimated as before. Held out (15
   cases of 8 torchvision networks at batch 1 and 16, 1 thread, our 2-core machine) the median |error| went from 26 %
   to 10 % in backward and from 22 % to 10 % for the training step (forward 6 %); the depthwise networks (MobileNet V2,
-  ShuffleNet V2, EfficientNet-B0) stay 23–47 % too fast in backward (README, Calibration).
+  ShuffleNet V2, EfficientNet-B0) stayed 23–47 % too fast in backward (README, Calibration), which the depthwise
+  and batch_norm classes of work then addressed (bench_predict: training step at 2 threads 12.4 % → 9.7 % median).
 
 The budget is split among the stages (GEMM 22 %, bandwidth 14 %, layers 26 %, backward 20 %, grain 8 %, self-check
 10 %), each
@@ -829,7 +830,7 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
 
         def back_layers():
             # each suite layer at its first batch only (a backward with its forward costs ~4× an inference
-            # forward: both batches would not fit the budget)
+            # forward: both batches would not fit the budget), but both for BACKWARD_BOTH_BATCHES
             picked = suite if cls in BACKWARD_BOTH_BATCHES else suite[::2]
             runs = [machine.time_backward(net, b, attrs, per_layer) for net, b, attrs in picked]
             return ([r[0] for r in runs] + [r[2] for r in runs],
