@@ -286,6 +286,10 @@ def test_the_backward_figures_and_the_optimizer_steps_cost_are_fitted_from_their
     assert spec["update_overhead"] == pytest.approx(UPDATE_OVERHEAD)
     assert spec["backward_efficiency"]["shape"] == spec["backward_efficiency"]["elementwise"]   # its fallback's
     assert fake.backward_calls[("conv", "conv2d", (4, 4, 4), 1, 2)] == 1                     # the chain of two
+    # the backward suite runs at its first batch (1), but depthwise convs at 8 too (BACKWARD_BOTH_BATCHES)
+    batches = {(k[0], k[3]) for k in fake.backward_calls}
+    assert ("depthwise_conv", 8) in batches and ("depthwise_conv", 1) in batches
+    assert ("conv", 8) not in batches and ("grouped_conv", 8) not in batches
     back = load_devices(user_path=save_local(spec, tmp_path / "devices.json")).device("local")
     assert back.backward_efficiency == spec["backward_efficiency"]
     assert back.backward_overhead == spec["backward_overhead"] and back.update_overhead == spec["update_overhead"]
