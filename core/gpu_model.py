@@ -74,6 +74,7 @@ PARAMETERS = (
 )
 PARAM_NAMES = tuple(p[0] for p in PARAMETERS)
 COMPUTE_CLASSES = ("conv", "grouped_conv", "linear")     # other classes of work: compute at the peak (memory-bound)
+TENSOR_FACTOR = {"tf32": "tensor_tf32", "fp16": "tensor_fp16", "bf16": "tensor_fp16"}
 
 
 def compute_class(work_class: str | None) -> str | None:
@@ -83,7 +84,6 @@ def compute_class(work_class: str | None) -> str | None:
         return work_class
     fallback = WORK_FALLBACK.get(work_class)
     return fallback if fallback in COMPUTE_CLASSES else None
-TENSOR_FACTOR = {"tf32": "tensor_tf32", "fp16": "tensor_fp16", "bf16": "tensor_fp16"}
 
 
 @lru_cache(maxsize=1)
