@@ -629,8 +629,8 @@ def _efficiencies(timed: dict, peak: float, bandwidth: float, fresh: tuple | Non
     runs (``_backward_cost``); the tiny row's fourth figure is then what every single-layer backward pays besides
     its work (autograd's start and one node), subtracted instead of the per-node overhead. A layer whose efficiency
     is ``OUTLIER_FACTOR`` times below its class's median (clamped figures; compute classes only,
-    ``OUTLIER_CLASSES``) is left out of the sums (a disturbed run of a large layer
-    would decide the class) and named in the sixth figure."""
+    ``OUTLIER_CLASSES``) is left out of the sums (a disturbed run of a large layer would decide the class) and named
+    in the sixth figure."""
     from ..devices import Device
     from ..graph import compile_network
     from ..paleo import Estimate
