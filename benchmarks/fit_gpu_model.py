@@ -23,9 +23,11 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import json
+import multiprocessing as mp
 import os
 import statistics
 import sys
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from math import exp
 from pathlib import Path
@@ -311,22 +313,43 @@ def _ppp(f: dict, train: np.ndarray) -> float:
     return min(1.0, exp(statistics.median(np.log(f["paleo_s"][train] / f["measured_s"][train]))))
 
 
+_FOLD: dict = {}        # what a forked worker reads (features, rows, rounds): set before the pool starts
+
+
+def _fit_fold(train: np.ndarray) -> dict:
+    return fit(_FOLD["f"], _FOLD["rows"], train, _FOLD["rounds"])
+
+
+def _fit_all(f: dict, rows: list[dict], trains: list[np.ndarray], rounds: int) -> list[dict]:
+    """``fit`` on each training set: the folds are independent, so they run in forked processes, one per core
+    (the same numbers as one after another: each fit is deterministic)."""
+    workers = min(len(trains), os.cpu_count() or 1)
+    if workers < 2 or "fork" not in mp.get_all_start_methods():
+        return [fit(f, rows, t, rounds) for t in trains]
+    _FOLD.update(f=f, rows=rows, rounds=rounds)
+    try:
+        with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork")) as pool:
+            return list(pool.map(_fit_fold, trains))
+    finally:
+        _FOLD.clear()
+
+
 def evaluate(f: dict, rows: list[dict], rounds: int) -> dict:
     n = f["n"]
     everything = np.arange(n)
-    fitted = fit(f, rows, everything, rounds)
-    insample = predict(f, _vectors(fitted, rows))
-    base_in = f["paleo_s"] / _ppp(f, everything)
-    held = {}
+    folds = []                 # (key, held-out rows, training rows)
     for key in ("source_id", "gpu"):
-        pred, base = np.zeros(n), np.zeros(n)
         for value in sorted({r[key] for r in rows}):
             test = np.array([i for i, r in enumerate(rows) if r[key] == value])
-            train = np.setdiff1d(everything, test)
-            fv = fit(f, rows, train, rounds)
-            pred[test] = predict(_subset(f, test), _vectors(fv, [rows[i] for i in test]))
-            base[test] = f["paleo_s"][test] / _ppp(f, train)
-        held[key] = (pred, base)
+            folds.append((key, test, np.setdiff1d(everything, test)))
+    fitted, *fold_fits = _fit_all(f, rows, [everything] + [t for _, _, t in folds], rounds)
+    insample = predict(f, _vectors(fitted, rows))
+    base_in = f["paleo_s"] / _ppp(f, everything)
+    held = {key: (np.zeros(n), np.zeros(n)) for key in ("source_id", "gpu")}
+    for (key, test, train), fv in zip(folds, fold_fits):
+        pred, base = held[key]
+        pred[test] = predict(_subset(f, test), _vectors(fv, [rows[i] for i in test]))
+        base[test] = f["paleo_s"][test] / _ppp(f, train)
     return {"fitted": fitted, "insample": insample, "base_in": base_in, "loso": held["source_id"],
             "logo": held["gpu"]}
 
