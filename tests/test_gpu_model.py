@@ -207,3 +207,39 @@ def test_the_fitted_file_says_what_each_generation_was_fitted_on():
         counts[r["generation"]][c] += 1
     assert gm.load_params()["coverage"] == counts
     assert sum(sum(c.values()) for c in counts.values()) == gm.load_params()["errors"]["loso"]["rows"]
+
+
+def _fit_module():
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import fit_gpu_model
+    return fit_gpu_model
+
+
+def test_zero_grad_in_the_timed_region_by_hand(toy_params):
+    """A row whose timed region holds PyTorch < 2's ``zero_grad()`` gets, per layer with trainable parameters, a
+    fill and an add kernel per parameter tensor and 4 accesses per gradient element."""
+    fit = _fit_module()
+    net = Network.make("zg", {"x": (3, 8, 8)}, [
+        Node.make("conv", "conv2d", "x", out_channels=8, kernel_size=3, padding=1, bias=True),
+        Node.make("bn", "batch_norm", "conv"),
+        Node.make("act", "relu", "bn"),
+        Node.make("pool", "adaptive_avg_pool2d", "act", output_size=1),
+        Node.make("flat", "flatten", "pool"),
+        Node.make("fc", "linear", "flat", out_features=10)])
+    for dtype, grad_bytes in (("fp32", 4), ("fp16", 2)):
+        e = estimate(net, TOY, batch_size=2, dtype=dtype, variant="predicted")
+        works = fit.zero_grad_works(e)
+        # conv: weight + bias (2 tensors), 8·3·3·3 + 8 = 224 elements; bn: weight + bias (2), 8 + 8 = 16;
+        # fc: weight + bias (2), 8·10 + 10 = 90; relu, pool, flatten: none
+        assert [w.calls for w in works] == [4, 4, 4]
+        assert [w.bytes for w in works] == [224 * grad_bytes * 4, 16 * grad_bytes * 4, 90 * grad_bytes * 4]
+        assert all(w.flops == 0 and w.work_class is None for w in works)
+
+
+def test_timed_extras_are_named():
+    fit = _fit_module()
+    assert fit.timed_extras({"timed_extra": ""}) == set()
+    assert fit.timed_extras({"timed_extra": "h2d_input+zero_grad"}) == {"h2d_input", "zero_grad"}
+    with pytest.raises(ValueError, match="unknown timed_extra 'zero_grads'"):
+        fit.timed_extras({"timed_extra": "zero_grads"})

@@ -222,15 +222,28 @@ def test_caffe_rows_convert():
 
 
 def test_timed_extra_rows(rows):
-    """``timed_extra`` names what a row's timed region holds beyond the passes: "h2d_input" exactly where the note
-    says the host-to-device copy of the input is timed, with ``host_link`` an interconnect of device_specs.json."""
+    """``timed_extra`` names what a row's timed region holds beyond the passes, joined by "+": "h2d_input" exactly
+    where the note says the host-to-device copy of the input is timed, with ``host_link`` an interconnect of
+    device_specs.json; "zero_grad" exactly where the note says a PyTorch row's training pass starts with
+    ``zero_grad`` (PyTorch < 2 there: gradients zeroed, so backward adds into them)."""
     links = {d["id"] for d in json.loads((ROOT / "device_specs.json").read_text())["interconnects"]}
     for i, r in enumerate(rows):
-        assert r["timed_extra"] in ("", "h2d_input"), f"row {i + 2}: timed_extra {r['timed_extra']!r}"
+        names = r["timed_extra"].split("+") if r["timed_extra"] else []
+        assert set(names) <= {"h2d_input", "zero_grad"}, f"row {i + 2}: timed_extra {r['timed_extra']!r}"
+        assert names == sorted(set(names)), f"row {i + 2}: timed_extra {r['timed_extra']!r} not sorted"
         timed_copy = "timed region includes the host-to-device copy" in r["note"]
-        assert (r["timed_extra"] == "h2d_input") == timed_copy, f"row {i + 2}: timed_extra vs note"
-        if r["timed_extra"]:
+        assert ("h2d_input" in names) == timed_copy, f"row {i + 2}: timed_extra vs note"
+        zeroed = "zero_grad + forward" in r["note"]
+        assert ("zero_grad" in names) == zeroed, f"row {i + 2}: zero_grad vs note"
+        if zeroed:
+            # every such row is a training pass of a PyTorch before 2.0 (0.3 … 1.7, or a 2018–21 run)
+            assert r["pass"] == "forward_backward", f"row {i + 2}: zero_grad on a {r['pass']} row"
+            assert r["framework"].startswith("PyTorch") and not re.match(r"PyTorch [2-9]", r["framework"]), \
+                f"row {i + 2}: zero_grad on {r['framework']!r}"
+        if "h2d_input" in names:
             assert r["host_link"] in links, f"row {i + 2}: host_link {r['host_link']!r}"
         else:
-            assert not r["host_link"], f"row {i + 2}: host_link without timed_extra"
-    assert {r["gpu"] for r in rows if r["timed_extra"]} == {"rtx-2080-ti", "titan-xp", "a100-40gb-sxm"}
+            assert not r["host_link"], f"row {i + 2}: host_link without h2d_input"
+    assert {r["source_id"] for r in rows if "zero_grad" in r["timed_extra"]} == \
+        {"ryujaehun-pytorch-gpu-benchmark", "u39kun-deep-learning-benchmark"}
+    assert {r["gpu"] for r in rows if "h2d_input" in r["timed_extra"]} == {"rtx-2080-ti", "titan-xp", "a100-40gb-sxm"}

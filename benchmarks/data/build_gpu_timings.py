@@ -116,6 +116,13 @@ def num(cell: str) -> float:
     return float(m.group(0))
 
 
+def extras(**which: bool) -> str:
+    """The ``timed_extra`` cell: the names that are true, sorted, joined by "+" ("h2d_input": the input's
+    host-to-device copy; "zero_grad": ``zero_grad()`` in PyTorch < 2, which zeroes every gradient, so backward
+    adds into each)."""
+    return "+".join(sorted(k for k, v in which.items() if v))
+
+
 def row(**kw) -> dict:
     r = {c: "" for c in COLUMNS}
     r.update(kw)
@@ -232,7 +239,8 @@ def ryujaehun(mirror: Path) -> list[dict]:
                                  "no optimizer step; " if pas == "forward_backward" else
                                  "eval() under no_grad; ")
                               + note + extra),
-                        timed_extra="h2d_input" if gpu in RYU_HOST_LINK else "",
+                        timed_extra=extras(h2d_input=gpu in RYU_HOST_LINK,
+                                           zero_grad=pas == "forward_backward"),
                         host_link=RYU_HOST_LINK.get(gpu, ""),
                     ))
     return out
@@ -281,7 +289,7 @@ def u39kun(mirror: Path) -> list[dict]:
                     source_id=sid,
                     source=where(sid, "README.md",
                                  f"## {fw_head} / ### {prec_head}: row '{label}', column '{header[col]}'"),
-                    note=note,
+                    note=note, timed_extra=extras(zero_grad=pas == "forward_backward"),
                 ))
     return out
 
