@@ -25,6 +25,7 @@ import datetime as dt
 import json
 import multiprocessing as mp
 import os
+import re
 import statistics
 import sys
 from concurrent.futures import ProcessPoolExecutor
@@ -134,6 +135,20 @@ def _tiles_at(node, batch, tile):
     return g * -(-m // tile) * -(-n // tile)
 
 
+# the first cuDNN with a Winograd algorithm per kernel (release notes: v5 added WINOGRAD for forward and backward
+# data; v5.1 WINOGRAD_NONFUSED, with backward filter)
+WINOGRAD_SINCE = {"fwd": (5, 0), "dgrad": (5, 0), "bwd": (5, 0), "wgrad": (5, 1)}
+
+
+def cudnn_version(framework: str) -> tuple[int, int] | None:
+    """The cuDNN a row's framework string names, as (major, minor); (0, 0) for Caffe of 2014 (im2col + cuBLAS, or
+    a cuDNN v1/v2 of that year: no Winograd); None where none is named (a 2017 or later stack: all kernels)."""
+    m = re.search(r"cuDNN (\d+)\.(\d+)", framework, re.IGNORECASE)
+    if m:
+        return int(m.group(1)), int(m.group(2))
+    return (0, 0) if framework.startswith("Caffe (2014") or framework.startswith("Caffe + cuDNN") else None
+
+
 TIMED_EXTRAS = ("h2d_input", "zero_grad")
 
 
@@ -225,11 +240,20 @@ def features(rows: list[dict]) -> dict:
             else:
                 items.append((2, u, None, "upd"))
         tc = TC.get(e.precision.compute, 0)
+        no_wino = set()
+        if "cudnn" in EXP:
+            have = cudnn_version(r["framework"])
+            no_wino = {k for k, since in WINOGRAD_SINCE.items() if have is not None and have < since}
         for pidx, w, lw, kind in items:
             node = lw.node if lw is not None else None
             cols["row"].append(i)
             cols["pidx"].append(pidx)
-            cols["flops"].append(float(w.flops))
+            flops = float(w.flops)
+            if kind in no_wino and node is not None and flops and \
+                    gpu_model.uses_winograd(node, e.precision.compute):
+                per, per_batch = node.rule.algorithms(node.ctx, "winograd")
+                flops *= node.cost.flops * n / (per * n + per_batch)      # back to the direct algorithm's
+            cols["flops"].append(flops)
             cols["bytes"].append(float(w.bytes))
             cols["calls"].append(w.calls)
             view = int(node is not None and w.calls == 0 and node.rule.alias and
@@ -583,12 +607,12 @@ def _tried_lines(out: dict) -> list[str]:
 
 # why 7b raised the leave-one-GPU-out p90 (from the per-GPU rows of the full fits before and after 7b)
 TRIED_NOTE = (
-    "Why 7b raised the leave-one-GPU-out p90: with the kernels those timed regions hold counted, the fitted "
-    "per-kernel overhead falls (Volta 34 → 28 µs, the other generations 51 → 41 µs). A GPU held out whose generation then rests on few rows from "
-    "another framework or setup loses what the higher overhead made up for: the RTX 2080 Ti (Turing fitted to the "
-    "T4's 18 DeepLearningExamples rows and the Quadro RTX 8000's 2 Lambda rows) goes from 25 % to 38 % median held out by GPU, the TITAN V "
-    "from 15 % to 23 %, the K80 (Kepler fitted to the K40's 4 Caffe rows) from 12 % to 20 %. Held out by source, "
-    "the same three are at 11 %, 23 % and 14 %.")
+    'Why 7b raised the leave-one-GPU-out p90: with the kernels those timed regions hold counted, the fitted per-'
+    'kernel overhead falls (Volta 34 → 28 µs, the other generations 51 → 41 µs). A GPU held out whose generation '
+    'then rests on few rows from another framework or setup loses what the higher overhead made up for: the RTX '
+    "2080 Ti (Turing fitted to the T4's 18 DeepLearningExamples rows and the Quadro RTX 8000's 2 Lambda rows) goes "
+    "from 25 % to 38 % median held out by GPU, the TITAN V from 15 % to 23 %, the K80 (Kepler fitted to the K40's 4"
+    ' Caffe rows) from 12 % to 20 %. Held out by source, the same three are at 11 %, 23 % and 14 %.')
 
 
 def _kepler_lines(out: dict) -> list[str]:
