@@ -169,7 +169,8 @@ def _model_line(est) -> str:
     """What the times are: the fitted prediction with its typical error, or PALEO at its PPP (and why)."""
     if est.variant == "predicted":
         e = est.typical_error
-        terms = ("compute, memory and launch overhead (the host's cost per kernel call, as fitted)"
+        terms = ("compute, memory and launch overhead (the host's cost per kernel call, as fitted; a cuDNN or "
+                 "cuBLAS call's a fitted multiple of it)"
                  if est.launch == "eager" else
                  "compute and memory (CUDA Graphs: no per-kernel host cost; untested: the fit saw eager runs only)")
         return (f"Time model:     predicted, typically ±{e['median'] * 100:.0f} % (1 in 10 off by more than "

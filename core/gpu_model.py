@@ -5,6 +5,7 @@ Per layer and pass, on the estimator's one path (``core.paleo``: work → terms 
                         × wave efficiency)
     memory   = bytes / (bandwidth × memory efficiency)
     overhead = kernel calls × per-call overhead (eager PyTorch's dispatch and launch on the host)
+               × ``library_overhead`` for a conv or linear kernel (a cuDNN / cuBLAS call costs the host more)
     time     = max(compute, memory, overhead)
 Estimates compute these over all of a network's kernels at once (``kernel_seconds``, numpy), in the same order of
 operations as the per-work functions, so the numbers are theirs to the bit (tests/test_gpu_model_fast.py).
@@ -71,6 +72,10 @@ PARAMETERS = (
     # two kernels, and a breakdown showing a kernel faster than the peak is wrong to a student.
     ("backward", "factor on the compute efficiency of the backward pass (input gradients, other ops)", 0.2, 1.0),
     ("backward_weight", "factor on the compute efficiency of a weight gradient (conv, linear)", 0.2, 1.0),
+    # at least 1: a cuDNN or cuBLAS call (descriptors, algorithm lookup, workspace) costs the host no less than an
+    # elementwise kernel's launch
+    ("library_overhead", "factor on the per-call overhead of a convolution or matrix-multiply kernel (a cuDNN or "
+                         "cuBLAS call)", 1.0, 10.0),
 )
 PARAM_NAMES = tuple(p[0] for p in PARAMETERS)
 COMPUTE_CLASSES = ("conv", "grouped_conv", "linear")     # other classes of work: compute at the peak (memory-bound)
@@ -172,7 +177,12 @@ def memory_s(w: "Work", e: "Estimate") -> float:
 
 
 def overhead_s(w: "Work", e: "Estimate") -> float:
-    return w.calls * e.model_params["overhead_s"]
+    """Kernel calls × the per-call overhead; a conv or linear kernel's × ``library_overhead`` (a parameter set
+    written before it had one: 1)."""
+    t = w.calls * e.model_params["overhead_s"]
+    if compute_class(w.work_class):
+        t = t * e.model_params.get("library_overhead", 1.0)
+    return t
 
 
 def kernel_seconds(k, peak: float, bandwidth: float, p: dict, compute: str, sm_count: int | None,
@@ -195,7 +205,9 @@ def kernel_seconds(k, peak: float, bandwidth: float, p: dict, compute: str, sm_c
             eff = eff * np.where(t > 0, t / (np.ceil(t / sm_count) * sm_count), 1.0)
         out = {"compute": np.where(k.flops != 0, k.flops / (peak * eff), 0.0),
                "memory": k.bytes / (bandwidth * p["memory"]),
-               "overhead": k.calls * p["overhead_s"] if overhead else np.zeros_like(k.calls)}
+               "overhead": (k.calls * p["overhead_s"]
+                            * np.array([p.get("library_overhead", 1.0)] * len(COMPUTE_CLASSES) + [1.0])[k.work_class]
+                            if overhead else np.zeros_like(k.calls))}
         out["total"] = np.maximum(np.maximum(out["compute"], out["memory"]), out["overhead"])   # combine()
     if not all(np.isfinite(v).all() for v in out.values()):
         return None

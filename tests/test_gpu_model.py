@@ -56,6 +56,32 @@ def test_terms_by_hand():
     assert gm.compute_s(Work("elementwise", 1e9, 0), e) == pytest.approx(1e-4)
 
 
+def test_library_calls_cost_the_host_more_by_hand():
+    """``library_overhead`` multiplies the per-call overhead of a conv or linear kernel (a cuDNN / cuBLAS call),
+    not an elementwise one's; a parameter set without it (written before it existed) uses 1."""
+    e = SimpleNamespace(model_params={**TOY_PARAMS, "library_overhead": 3.0})
+    # conv, 2 calls: 2 × 1e-5 s × 3 = 6e-5 s; linear, 1 call: 1e-5 × 3 = 3e-5 s; a depthwise conv runs at its
+    # fallback's (grouped_conv) class, a library call too: 3e-5 s
+    assert gm.overhead_s(Work("conv", 0, 0, calls=2), e) == pytest.approx(6e-5)
+    assert gm.overhead_s(Work("linear", 0, 0, calls=1), e) == pytest.approx(3e-5)
+    assert gm.overhead_s(Work("depthwise_conv", 0, 0, calls=1), e) == pytest.approx(3e-5)
+    # elementwise, batch_norm, the optimizer step (no class): 1 call × 1e-5 s
+    for cls in ("elementwise", "batch_norm", None):
+        assert gm.overhead_s(Work(cls, 0, 0, calls=1), e) == pytest.approx(1e-5)
+    assert gm.overhead_s(Work("conv", 0, 0, calls=2), SimpleNamespace(model_params=TOY_PARAMS)) == \
+        pytest.approx(2e-5)
+
+
+def test_library_overhead_in_a_whole_estimate_by_hand(monkeypatch):
+    monkeypatch.setattr(gm, "load_params", lambda: {"generations": {"volta": {**TOY_PARAMS,
+                                                                              "library_overhead": 3.0}}})
+    e = estimate(two_layer(), TOY, batch_size=2, variant="predicted")
+    # fc: max(2.56e-6 compute, 3.2e-6 memory, 1 call × 1e-5 × 3 = 3e-5) = 3e-5 s (test_predicted_estimate_by_hand's
+    # numbers); act: max(1.6e-8, 1.6e-6, 1e-5) = 1e-5 s; forward 4e-5 s
+    assert e.totals["forward_s"] == pytest.approx(4e-5)
+    assert [r["forward_s"] for r in e.layers] == pytest.approx([3e-5, 1e-5])
+
+
 def two_layer() -> Network:
     return Network.make("two", {"x": (4,)}, [Node.make("fc", "linear", "x", out_features=8),
                                              Node.make("act", "relu", "fc")])
