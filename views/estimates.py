@@ -77,7 +77,8 @@ if tab_parts.open and est.variant == "predicted":
                       "efficiency fitted for its class of work, precision and pass, × the share of the GPU its "
                       "tiles fill), its memory time (bytes at the fitted share of the bandwidth) and its launch "
                       "overhead (the framework's host cost per kernel call, fitted: eager PyTorch for most "
-                      "generations; none under CUDA Graphs). A column adds up the layers that term "
+                      "generations, a cuDNN or cuBLAS call a fitted multiple of it; none under CUDA Graphs). A "
+                      "column adds up the layers that term "
                       "limits. 3×3 stride-1 convolutions in fp32 run as Winograd, as cuDNN picks them.")
 elif tab_parts.open:
     dataframe(pd.DataFrame([
