@@ -7,6 +7,9 @@ rows, so a generation with two rows moves only what its rows say. Coordinate des
 steps halving, within each parameter's bounds. The baseline is classic PALEO (compute + memory at one PPP) with the
 single PPP that minimises the median |log error| over the training rows.
 
+A row's prediction is the model's passes plus what its source's timed region holds beyond them (the dataset's
+``timed_extra``: the input's host-to-device copy, PyTorch < 2's ``zero_grad()`` kernels); an estimate is the passes.
+
 Errors are |predicted / measured − 1|: in-sample, leave-one-source-out (LOSO) and leave-one-GPU-out (LOGO): each
 held-out row predicted by a fit that did not see its source (GPU); a generation with no training rows in a fold
 uses the fold's all-rows set. A row's generation is its device's ``architecture``. The file also gets each
@@ -294,7 +297,6 @@ def predict(f: dict, vec_of_row: np.ndarray, timed: bool = True) -> np.ndarray:
     ov = (f["calls"] + (f["views"] if "views" in EXP else 0)) * v[:, 6] * np.where(f["cls"] < 3, v[:, 9], 1.0)
     if "graph" in EXP:
         ov = ov * np.where(f["eager"] > 0, 1.0, v[:, NAMES.index("graph_overhead")])
-
     if "queue" in EXP:
         k = np.maximum(comp, mem)
         seg = f["row"] * 4 + f["pidx"]
