@@ -269,3 +269,28 @@ def test_timed_extras_are_named():
     assert fit.timed_extras({"timed_extra": "h2d_input+zero_grad"}) == {"h2d_input", "zero_grad"}
     with pytest.raises(ValueError, match="unknown timed_extra 'zero_grads'"):
         fit.timed_extras({"timed_extra": "zero_grads"})
+
+
+def test_a_timed_rows_extras_are_charged_to_the_fit_not_the_estimate():
+    """A dataset row whose timed region holds the input copy and PyTorch < 2's zero_grad() (ryujaehun, ResNet-18,
+    RTX 2080 Ti, fp32, batch 12): the fit's prediction is the estimate's passes plus the copy plus the zero-grad
+    kernels, each at the model's max(memory, overhead); ``timed=False`` gives the passes alone."""
+    fit = _fit_module()
+    rows, _ = fit.load_rows()
+    row = next(r for r in rows if r["timed_extra"] == "h2d_input+zero_grad" and r["network"] == "resnet18"
+               and r["gpu"] == "rtx-2080-ti" and r["precision"] == "fp32")
+    f = fit.features([row])
+    v = fit._start_vector()[None, :]
+    timed, alone = fit.predict(f, v, timed=True)[0], fit.predict(f, v, timed=False)[0]
+    # the copy: 12 × 3 × 224 × 224 inputs × 4 B = 7,225,344 B over PCIe 3.0 x16, per direction
+    copy = 12 * 3 * 224 * 224 * 4 / row["device_db"].link("pcie3-x16").bandwidth
+    assert f["copy_s"][0] == pytest.approx(copy)
+    e = fit._estimate(fit.compile_network(fit.zoo.get("resnet18")), row["device"], 12, "fp32")
+    works = fit.zero_grad_works(e)
+    # ResNet-18: 20 convs (a weight each), 20 BNs (weight, bias), the fc (weight, bias): 62 tensors, 124 kernels
+    assert sum(w.calls for w in works) == 124
+    p = fit.START
+    zero = sum(max(w.bytes / (row["device"].memory_bandwidth * p["memory"]), w.calls * p["overhead_s"])
+               for w in works)
+    assert timed == pytest.approx(alone + copy + zero, rel=1e-12)
+    assert zero > 0 and copy > 0
