@@ -602,6 +602,8 @@ TRIED = (
     ("12. train-mode BatchNorm's second pass over its input (PyTorch's CUDA kernels: statistics, then normalise; "
      "backward: a reduction over x and dy, then dx), on every row but inference (GPU_EXP=bntrain), after 10",
      (0.143, 0.413), (0.157, 0.433), "no: LOSO median −0.5 points, both p90 worse"),
+    ("13. 1c again (host/GPU queue instead of a per-layer max, GPU_EXP=queue), after 10", (0.156, 0.438),
+     (0.177, 0.436), "no: all four worse"),
 )
 
 
