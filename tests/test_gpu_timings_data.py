@@ -246,4 +246,24 @@ def test_timed_extra_rows(rows):
             assert not r["host_link"], f"row {i + 2}: host_link without h2d_input"
     assert {r["source_id"] for r in rows if "zero_grad" in r["timed_extra"]} == \
         {"ryujaehun-pytorch-gpu-benchmark", "u39kun-deep-learning-benchmark"}
-    assert {r["gpu"] for r in rows if "h2d_input" in r["timed_extra"]} == {"rtx-2080-ti", "titan-xp", "a100-40gb-sxm"}
+    assert {r["gpu"] for r in rows if "h2d_input" in r["timed_extra"]} == \
+        {"rtx-2080-ti", "titan-xp", "titan-rtx", "a100-40gb-sxm"}
+
+
+def test_titan_rtx_rows(rows):
+    """ryujaehun's TITAN RTX run (results/TitanRTX, 2021-01-03, the 2020–21 script): four CSV files (float / half ×
+    train / inference), 32 network columns each, 50 per-iteration values per column."""
+    t = [r for r in rows if r["gpu"] == "titan-rtx"]
+    assert len(t) == 32 * 2 * 2                                   # networks × precisions × passes = 128
+    assert {r["source_id"] for r in t} == {"ryujaehun-pytorch-gpu-benchmark"}
+    assert {(r["precision"], r["pass"]) for r in t} == \
+        {(p, s) for p in ("fp32", "fp16") for s in ("forward_backward", "inference")}
+    assert {r["generation"] for r in t} == {"turing"} and {r["batch"] for r in t} == {"12"}
+    assert {r["host_link"] for r in t} == {"pcie3-x16"}
+    assert all("CUDA 10.2, cuDNN 7.6.5" in r["framework"] for r in t)     # the run's system_info.txt
+    ms = {(r["precision"], r["pass"]): float(r["measured_ms"]) for r in t if r["network"] == "resnet50"}
+    # the resnet50 column's 50 values, summed by hand from the source's CSVs: 975.739002 / 50 = 19.5148 (float
+    # inference), 3231.271744 / 50 = 64.6254 (float train), 512.473345 / 50 = 10.2495 (half inference),
+    # 2210.717440 / 50 = 44.2143 (half train)
+    assert ms == {("fp32", "inference"): 19.5148, ("fp32", "forward_backward"): 64.6254,
+                  ("fp16", "inference"): 10.2495, ("fp16", "forward_backward"): 44.2143}

@@ -57,7 +57,7 @@ SOURCES = {
 GENERATION = {
     "titan-x-maxwell": "maxwell", "gtx-1080": "pascal", "gtx-1080-ti": "pascal",
     "titan-x-pascal": "pascal", "titan-xp": "pascal", "titan-v": "volta",
-    "v100-sxm2": "volta", "rtx-2080-ti": "turing", "t4": "turing",
+    "v100-sxm2": "volta", "rtx-2080-ti": "turing", "t4": "turing", "titan-rtx": "turing",
     "a100-40gb-sxm": "ampere-ga100", "a100-80gb-sxm": "ampere-ga100", "quadro-rtx-8000": "turing",
     "rtx-3090": "ampere", "a10": "ampere", "a100-40gb-pcie": "ampere-ga100",
     "a100-80gb-pcie": "ampere-ga100", "rtx-a6000": "ampere", "rtx-4090": "ada",
@@ -182,9 +182,10 @@ def jcjohnson(mirror: Path) -> list[dict]:
 
 # --------------------------------------------------------------------------- ryujaehun
 # the host link of the 2020-21 runs, whose timed region holds the host-to-device copy of the input
-# (``timed_extra`` = "h2d_input"): an interconnect id of device_specs.json. GP102 (TITAN Xp) and TU102 (RTX 2080 Ti)
-# are PCIe 3.0 x16 boards; an A100 SXM4 in a DGX A100 reaches the host over PCIe 4.0 x16.
-RYU_HOST_LINK = {"rtx-2080-ti": "pcie3-x16", "titan-xp": "pcie3-x16", "a100-40gb-sxm": "pcie4-x16"}
+# (``timed_extra`` = "h2d_input"): an interconnect id of device_specs.json. GP102 (TITAN Xp) and TU102 (RTX 2080 Ti
+# and TITAN RTX) are PCIe 3.0 x16 boards; an A100 SXM4 in a DGX A100 reaches the host over PCIe 4.0 x16.
+RYU_HOST_LINK = {"rtx-2080-ti": "pcie3-x16", "titan-xp": "pcie3-x16", "titan-rtx": "pcie3-x16",
+                 "a100-40gb-sxm": "pcie4-x16"}
 RYU_RUNS = [
     # gpu id, folder, file stem, precision words, train word, framework, note
     ("gtx-1080-ti", "results/1080TI", "GeForce GTX 1080 Ti_{p}_model_{m}_benchmark.csv",
@@ -200,6 +201,10 @@ RYU_RUNS = [
      "PyTorch 1.4, CUDA 10.0, cuDNN 7.6.0",
      "timed region includes the host-to-device copy of the 12x3x224x224 input; 50 timed after 5 warm-up"),
     ("titan-xp", "results/TITANXP", "TITAN Xp_1_gpus__{p}_model_{m}_benchmark.csv",
+     {"float": "fp32", "half": "fp16"}, "train",
+     "PyTorch (version not recorded), CUDA 10.2, cuDNN 7.6.5",
+     "timed region includes the host-to-device copy of the 12x3x224x224 input; 50 timed after 5 warm-up"),
+    ("titan-rtx", "results/TitanRTX", "TITAN RTX_1_gpus__{p}_model_{m}_benchmark.csv",
      {"float": "fp32", "half": "fp16"}, "train",
      "PyTorch (version not recorded), CUDA 10.2, cuDNN 7.6.5",
      "timed region includes the host-to-device copy of the 12x3x224x224 input; 50 timed after 5 warm-up"),
