@@ -504,7 +504,11 @@ def measure(quick: bool = False, write: bool | None = None) -> dict:
     m = f["measured_s"]
     groups = {"all rows": np.arange(len(rows)),
               "all rows but Kepler": np.array([i for i, r in enumerate(rows) if r["generation"] != "kepler"]),
-              "batch 1–8": np.array([i for i, r in enumerate(rows) if r["batch"] <= 8])}
+              "batch 1–8": np.array([i for i, r in enumerate(rows) if r["batch"] <= 8]),
+              # the framework an estimate is for by default (eager PyTorch), and the rest
+              "framework PyTorch": np.array([i for i, r in enumerate(rows) if r["framework"].startswith("PyTorch")]),
+              "framework not PyTorch": np.array([i for i, r in enumerate(rows)
+                                                 if not r["framework"].startswith("PyTorch")])}
     for key, label in (("precision", "precision"), ("generation", "generation"), ("gpu", "GPU"),
                        ("source_id", "source")):
         for v in sorted({r[key] for r in rows}):
