@@ -608,6 +608,9 @@ TRIED = (
      (0.143, 0.413), (0.157, 0.433), "no: LOSO median −0.5 points, both p90 worse"),
     ("13. 1c again (host/GPU queue instead of a per-layer max, GPU_EXP=queue), after 10", (0.156, 0.438),
      (0.177, 0.436), "no: all four worse"),
+    ("14. 1,212 rows: ryujaehun's TITAN RTX run added (128 rows), after 10; 12 and 13 were on the 1,084",
+     (0.164, 0.387), (0.172, 0.447), "kept (data): held out worse; the same TU102 timed ~10 % slower as this "
+     "TITAN RTX than as the RTX 2080 Ti, whose LOGO median went 23 → 34 %"),
 )
 
 
