@@ -188,6 +188,42 @@ def test_bad_settings_name_the_field():
         time_module(nn.ReLU(), SHAPE, passes="backward", **FAST)
 
 
+def _fake_torch(matmul: bool, cudnn: bool):
+    """An object with torch.backends' two TF32 switches, set as given (PyTorch's defaults: False, True)."""
+    ns = argparse.Namespace
+    return ns(backends=ns(cuda=ns(matmul=ns(allow_tf32=matmul)), cudnn=ns(allow_tf32=cudnn)))
+
+
+def test_cuda_math_switches_tf32_as_the_dtype_means_and_restores_it():
+    """PyTorch leaves cuDNN's TF32 on by default, so an "fp32" run on an Ampere-or-later GPU would time its
+    convolutions on tensor cores: inside ``cuda_math`` both switches are off for fp32 and on for tf32, and the
+    user's settings come back afterwards, also after an error."""
+    from core.bridge.timing import cuda_math
+
+    cuda = torch.device("cuda")            # a device object only: nothing runs on it
+    for dtype, want in (("fp32", False), ("tf32", True), ("bf16", False), ("fp16", False)):
+        fake = _fake_torch(False, True)
+        with cuda_math(fake, cuda, dtype):
+            assert (fake.backends.cuda.matmul.allow_tf32, fake.backends.cudnn.allow_tf32) == (want, want)
+        assert (fake.backends.cuda.matmul.allow_tf32, fake.backends.cudnn.allow_tf32) == (False, True)
+    fake = _fake_torch(True, False)
+    with pytest.raises(RuntimeError, match="inside"):
+        with cuda_math(fake, cuda, "fp32"):
+            raise RuntimeError("inside")
+    assert (fake.backends.cuda.matmul.allow_tf32, fake.backends.cudnn.allow_tf32) == (True, False)
+
+
+def test_tf32_is_refused_off_cuda_naming_the_device_and_fp32_untouched():
+    from core.bridge.timing import cuda_math
+
+    fake = _fake_torch(False, True)
+    with cuda_math(fake, torch.device("cpu"), "fp32"):      # a CPU run leaves the switches alone
+        assert (fake.backends.cuda.matmul.allow_tf32, fake.backends.cudnn.allow_tf32) == (False, True)
+    with pytest.raises(CalcError, match="tf32 is a math mode of NVIDIA tensor cores.*cpu has none"):
+        time_module(tiny(), SHAPE, dtype="tf32", **FAST)
+    assert not busy()
+
+
 def test_a_module_torch_refuses_to_train_at_this_batch_is_one_line_not_a_traceback():
     """BatchNorm raises ValueError (not RuntimeError) training on one value per channel (Inception v3's aux head at
     batch 1): a CalcError naming the input, forward alone still runs."""

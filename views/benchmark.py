@@ -20,7 +20,7 @@ import streamlit as st
 
 import core
 from core.api import estimate
-from core.bridge.timing import DTYPES, PASSES
+from core.bridge.timing import CPU_DTYPES, PASSES
 from core.choices import DEFAULT_DTYPE
 from core.cli import calibration_line
 from ui import bench_results, live
@@ -64,7 +64,7 @@ st.caption(said)
 if clash:
     st.warning(clash)
 report = sel.report
-dtype = report.dtype if report.dtype in DTYPES else DEFAULT_DTYPE
+dtype = report.dtype if report.dtype in CPU_DTYPES else DEFAULT_DTYPE   # the page times on this CPU
 common = {"device": "cpu", "dtype": dtype, "warmup": warmup, "repeats": repeats, "max_seconds": max_seconds,
           "threads": threads}
 

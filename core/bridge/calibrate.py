@@ -144,7 +144,7 @@ from typing import Any
 from ..devices import PRECISION_KEYS
 from ..errors import CalcError, Cancelled
 from ..registry import WORK_CLASSES, WORK_FALLBACK
-from .timing import TORCH_DTYPES, Clock, Progress, _cancelled, cpu_threads, one_job, torch_device
+from .timing import TORCH_DTYPES, Clock, Progress, _cancelled, cpu_threads, cuda_math, one_job, torch_device
 
 # the peaks torch.mm measures: live timing's formats, plus tf32 (fp32 storage, tensor-core matmul switched on)
 _MM_DTYPES = {**TORCH_DTYPES, "tf32": TORCH_DTYPES["fp32"]}
@@ -731,7 +731,8 @@ def calibrate(seconds: float = 30.0, progress: Progress | None = None, dtypes=("
         import torch
 
         dev = torch_device(device)
-        with cpu_threads(threads):
+        # fp32 layers in fp32 on a GPU (cuDNN's TF32 default off): their efficiencies divide by the fp32 peak
+        with cpu_threads(threads), cuda_math(torch, dev, "fp32"):
             return _calibrate(_TorchMachine(torch, dev, cancel), float(seconds), progress, dtypes, cancel,
                               Gate(force=force, busy="another process is using the "
                                                      + ("GPU or CPU" if dev.type == "cuda" else "CPU")))

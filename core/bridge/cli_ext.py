@@ -43,7 +43,7 @@ def add_subcommands(sub) -> None:
     t.add_argument("model", help="a built-in network or an IR JSON file")
     t.add_argument("--batch", type=int, default=1, help="batch size (default 1)")
     t.add_argument("--input", help="per-sample input shape, e.g. 3x224x224 (default: the network's)")
-    t.add_argument("--dtype", default="fp32", help="fp32 (default), fp64, bf16 or fp16")
+    t.add_argument("--dtype", default="fp32", help="fp32 (default), tf32 (CUDA), fp64, bf16 or fp16")
     t.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or mps")
     t.add_argument("--passes", default="forward,backward,train_step", help="comma-separated passes to time")
     t.add_argument("--repeats", type=int, default=5, help="timed runs per pass (default 5)")

@@ -57,9 +57,10 @@ from ..precision import OPTIMIZERS as _OPTIMIZER_TABLE
 from ..units import format_bytes
 
 PASSES = ("forward", "backward", "train_step")
-# the formats live timing runs in → the torch dtype that stores them (tf32 is fp32 storage: a matmul setting)
-TORCH_DTYPES = {"fp32": "float32", "fp64": "float64", "bf16": "bfloat16", "fp16": "float16"}
+# the formats live timing runs in → the torch dtype that stores them (tf32 is fp32 storage: a CUDA math mode)
+TORCH_DTYPES = {"fp32": "float32", "tf32": "float32", "fp64": "float64", "bf16": "bfloat16", "fp16": "float16"}
 DTYPES = tuple(TORCH_DTYPES)
+CPU_DTYPES = tuple(d for d in DTYPES if d != "tf32")      # tf32 exists on CUDA tensor cores only
 Progress = Callable[[float, str], None]
 
 _LOCK = threading.Lock()
@@ -311,6 +312,26 @@ def torch_dtype(name: str):
     if name not in TORCH_DTYPES:
         raise CalcError(f"choose one of {', '.join(DTYPES)}", field="dtype", value=name)
     return getattr(torch, TORCH_DTYPES[name])
+
+
+@contextlib.contextmanager
+def cuda_math(torch, dev, dtype: str):
+    """On CUDA, the TF32 switches of cuBLAS and cuDNN as ``dtype`` means them, restored after: on for "tf32", off
+    for everything else. PyTorch's defaults are off for matrix multiplies but ON for cuDNN convolutions, so an
+    "fp32" run on an Ampere or later GPU would otherwise time its convolutions on the TF32 tensor cores, ~8× the
+    fp32 peak its report divides by. Elsewhere TF32 does not exist: "tf32" is refused, naming the device."""
+    if dev.type != "cuda":
+        if dtype == "tf32":
+            raise CalcError(f"tf32 is a math mode of NVIDIA tensor cores (CUDA, Ampere or later); {dev} has none: "
+                            "choose fp32", field="dtype", value=dtype)
+        yield
+        return
+    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = dtype == "tf32"
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
 def synchronize(dev) -> None:
@@ -600,7 +621,7 @@ def time_module(module, input_shape, batch_size: int = 1, *, device: str = "cpu"
         import torch
 
         try:
-            with cpu_threads(threads):
+            with cpu_threads(threads), cuda_math(torch, dev, dtype):
                 return _run(module, shape, batch_size, dev, tdtype, dtype, passes, warmup, repeats, per_layer,
                             float(max_seconds), progress, cancel, report, optimizer, measure_memory, memory_check,
                             notes, torch)
