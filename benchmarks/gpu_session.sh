@@ -2,7 +2,8 @@
 # One lease of a CUDA machine (issue 13, item 4), run from the repository root: the dataset sweep
 # (benchmarks/measure_gpu.py), then the CLI's CUDA paths (time, calibrate, estimate on the calibrated device, a
 # refusal). Everything lands in $OUT: gpu_env.json, gpu_measured.jsonl, sweep.log, cli.txt, calibrate.json,
-# time_bf16.json. DEV=cpu QUICK=--quick runs the same steps on a CPU (a dry run of the script itself).
+# time_bf16.json. DEV=cpu QUICK=--quick runs the same steps on a CPU (a dry run of the script itself). The core
+# package needs requirements.txt's jsonschema, which a bare CUDA image may lack: carry it as wheels in .whl/.
 set -u
 export PYTHONUNBUFFERED=1 CNN_CALC_HOME=${CNN_CALC_HOME:-/tmp/cnn_calc_home}
 OUT=${OUT:-/tmp/gpu_out}
@@ -11,8 +12,13 @@ DEV=${DEV:-cuda}
 DEADLINE=${DEADLINE:-300}
 mkdir -p "$OUT" "$CNN_CALC_HOME"
 (nvidia-smi || true) > "$OUT/cli.txt" 2>&1
-$PY benchmarks/measure_gpu.py --out "$OUT" --device "$DEV" --deadline "$DEADLINE" ${QUICK:-} > "$OUT/sweep.log" 2>&1
-echo "sweep exit $?" >> "$OUT/sweep.log"
+sweep() {
+  $PY benchmarks/measure_gpu.py --out "$OUT" --device "$DEV" --deadline "$DEADLINE" ${QUICK:-} ${SWEEP_ARGS:-} \
+    >> "$OUT/sweep.log" 2>&1
+  echo "sweep exit $?" >> "$OUT/sweep.log"
+}
+# SWEEP=first (default), last (after the CLI steps) or none
+[ "${SWEEP:-first}" = first ] && sweep
 step() { echo "== $*"; timeout 150 "$@"; echo "exit $?"; }
 {
   step $PY -m core time resnet50 --device "$DEV" --batch 32
@@ -28,5 +34,6 @@ step() { echo "== $*"; timeout 150 "$@"; echo "exit $?"; }
   step $PY -m core estimate resnet50 --device local --batch 32
   step $PY -m core time vgg16 --device "$DEV" --batch 100000
 } >> "$OUT/cli.txt" 2>&1
+[ "${SWEEP:-first}" = last ] && sweep
 tail -n 40 "$OUT/sweep.log"
 cat "$OUT/cli.txt" | cut -c1-200 | tail -n 150

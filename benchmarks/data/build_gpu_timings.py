@@ -61,7 +61,7 @@ GENERATION = {
     "a100-40gb-sxm": "ampere-ga100", "a100-80gb-sxm": "ampere-ga100", "quadro-rtx-8000": "turing",
     "rtx-3090": "ampere", "a10": "ampere", "a100-40gb-pcie": "ampere-ga100",
     "a100-80gb-pcie": "ampere-ga100", "rtx-a6000": "ampere", "rtx-4090": "ada",
-    "h100-pcie": "hopper", "h100-sxm": "hopper", "k80": "kepler", "k40": "kepler",
+    "h100-pcie": "hopper", "h100-sxm": "hopper", "h200-sxm": "hopper", "k80": "kepler", "k40": "kepler",
     "m40": "maxwell", "m60": "maxwell", "p100-sxm2": "pascal",
 }
 
@@ -711,13 +711,59 @@ def caffe_k40(mirror: Path) -> list[dict]:
     return out
 
 
+# --------------------------------------------------------------------------- measured here
+# Timings this project measured itself (benchmarks/measure_gpu.py on a lent GPU): one folder per session under
+# measured/, holding the raw lines (gpu_measured.jsonl) and the machine (gpu_env_run*.json).
+MEASURED = {"h200-2026-11-26": "h200-sxm"}
+MEASURED_PRECISION_NOTE = {
+    "fp32": "fp32 with TF32 off for cuDNN and cuBLAS",
+    "tf32": "fp32 storage, TF32 on for cuDNN and cuBLAS",
+    "bf16": "model and input in bfloat16 (weights, activations, gradients, optimizer state)",
+    "mixed": "fp32 weights, torch.autocast fp16 in forward and loss, GradScaler",
+}
+
+
+def measured_here() -> list[dict]:
+    import json
+
+    out = []
+    for folder, gpu in MEASURED.items():
+        d = HERE / "measured" / folder
+        env = json.loads((d / "gpu_env_run1.json").read_text())
+        v = env["cudnn"]                 # torch.backends.cudnn.version(): 91900 = 9.19.0
+        fw = (f"PyTorch {env['torch']} (eager), CUDA {env['cuda']}, cuDNN {v // 10000}.{v % 10000 // 100}.{v % 100}, "
+              f"cudnn.benchmark {env['cudnn_benchmark']}, torchvision {env['torchvision']}")
+        sid = f"measured-{folder}"
+        for line in (d / "gpu_measured.jsonl").read_text().splitlines():
+            m = json.loads(line)
+            if "error" in m:
+                continue
+            out.append(row(
+                network=m["network"], torchvision_match="exact: torchvision's own model (weights=None)", gpu=gpu,
+                batch=m["batch"], precision=m["precision"], **{"pass": m["pass"]}, framework=fw,
+                measured_ms=round(m["measured_ms"], 4), original_value=m["measured_ms"],
+                original_unit=f"ms, median of {m['runs']} runs", source_id=sid,
+                source=(f"this repository: benchmarks/data/measured/{folder}/gpu_measured.jsonl "
+                        f"(benchmarks/measure_gpu.py on an {env['gpu']}, {env['date_utc'][:10]}; machine in "
+                        "gpu_env_run*.json)"),
+                note=(f"{MEASURED_PRECISION_NOTE[m['precision']]}; input 3x224x224 already on the GPU; each run "
+                      "between torch.cuda.synchronize() calls on the host clock; "
+                      + ("eval mode, torch.no_grad()" if m["pass"] == "inference" else
+                         "train mode: zero_grad (set to None), forward, cross-entropy, backward, "
+                         "SGD(momentum 0.9, foreach) step")
+                      + f"; SM clock read after each network: {env['smi']['clocks.max.sm']} MHz max"),
+            ))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--mirror", default=os.environ.get("MIRROR", "/work/.mirror"))
     args = ap.parse_args()
     mirror = Path(args.mirror)
     rows = (jcjohnson(mirror) + ryujaehun(mirror) + u39kun(mirror) + nvidia_dle(mirror)
-            + lambdal(mirror) + tensorflow_k80(mirror) + mxnet_perf(mirror) + caffe_k40(mirror))
+            + lambdal(mirror) + tensorflow_k80(mirror) + mxnet_perf(mirror) + caffe_k40(mirror)
+            + measured_here())
     with OUT.open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
         w.writeheader()
