@@ -97,12 +97,19 @@ def test_one_generation_per_gpu(rows):
     assert all(len(g) == 1 for g in gens.values()), dict(gens)
 
 
+MEASURED_PREFIX = "measured-"          # rows this project measured itself: benchmarks/data/measured/<folder>/
+
+
 def test_sources_documented(rows, readme_sources):
     assert readme_sources, "README lists no sources"
     used = {r["source_id"] for r in rows}
     assert used <= readme_sources, f"undocumented sources: {sorted(used - readme_sources)}"
     for i, r in enumerate(rows):
-        assert r["source"].startswith("https://"), f"row {i + 2}: source is not a location"
+        if r["source_id"].startswith(MEASURED_PREFIX):
+            path = r["source"].split(" :: ")[0]
+            assert path.startswith("benchmarks/data/measured/") and (ROOT / path).is_file(), f"row {i + 2}: {path}"
+        else:
+            assert r["source"].startswith("https://"), f"row {i + 2}: source is not a location"
 
 
 def test_coverage_targets(rows):
@@ -161,6 +168,8 @@ def test_every_source_is_a_file_at_a_commit(rows):
     pinned = {sid: {(repo, commit)} for sid, (repo, commit) in b.SOURCES.items()}
     pinned["apache-mxnet-perf"] |= {("apache/mxnet", commit) for commit, *_ in b.MXNET_DOCS}
     for i, r in enumerate(rows):
+        if r["source_id"].startswith(MEASURED_PREFIX):       # test_rows_measured_here
+            continue
         m = re.match(r"^https://github\.com/([\w.-]+/[\w.-]+)/blob/([0-9a-f]{40})/[^:]+ :: \S", r["source"])
         assert m, f"row {i + 2}: {r['source'][:100]!r}"
         assert (m.group(1), m.group(2)) in pinned[r["source_id"]], f"row {i + 2}: {m.groups()}"
@@ -168,8 +177,39 @@ def test_every_source_is_a_file_at_a_commit(rows):
 
 def test_source_ids_match_the_builder(rows, readme_sources):
     b = _builder()
-    assert {r["source_id"] for r in rows} == set(b.SOURCES)
-    assert set(b.SOURCES) <= readme_sources
+    measured = {MEASURED_PREFIX + folder for folder in b.MEASURED}
+    assert {r["source_id"] for r in rows} == set(b.SOURCES) | measured
+    assert set(b.SOURCES) | measured <= readme_sources
+
+
+def test_rows_measured_here(rows):
+    """The H200 rows (benchmarks/measure_gpu.py, 2026-11-26) are the raw lines of their session folder, one row per
+    line, each naming its line; the SM clock read after every network was the GPU's maximum."""
+    b = _builder()
+    h = [r for r in rows if r["source_id"] == "measured-h200-2026-11-26"]
+    folder = DATA / "measured" / "h200-2026-11-26"
+    raw = [json.loads(line) for line in (folder / "gpu_measured.jsonl").read_text().splitlines()]
+    # 14 networks x 5 batches x 2 passes = 140 cases in each of fp32, tf32 and bf16 (420); mixed ran out of the
+    # session's device time: 3 networks x 10 + MobileNet V2's 8 (run 1), 5 x 10 + ShuffleNet V2's 6 (run 2),
+    # MobileNet V3 Large's 10 + ConvNeXt-T's 4 (run 3) = 108; 420 + 108 = 528
+    assert len(raw) == len(h) == 528
+    assert sum(m["precision"] == "mixed" for m in raw) == 108
+    for r in h:
+        n = int(re.search(r" :: line (\d+) ", r["source"]).group(1))
+        m = raw[n - 1]
+        assert (r["network"], r["precision"], int(r["batch"]), r["pass"]) == \
+            (m["network"], m["precision"], m["batch"], m["pass"])
+        assert float(r["measured_ms"]) == pytest.approx(m["measured_ms"], abs=5e-7)
+        assert m["min_ms"] <= m["measured_ms"] <= m["max_ms"] and m["runs"] >= 5
+    assert {r["gpu"] for r in h} == {"h200-sxm"} and {r["generation"] for r in h} == {"hopper"}
+    assert {r["timed_extra"] for r in h} == {""}                       # the input was already on the GPU
+    assert all("cuDNN 9.19.0" in r["framework"] and "cudnn.benchmark False" in r["framework"] for r in h)
+    for run in (1, 2, 3):
+        env = json.loads((folder / f"gpu_env_run{run}.json").read_text())
+        assert env["gpu"] == "NVIDIA H200" and env["sm_count"] == 132
+        assert env["clocks_after"] and all(c["clocks.sm"] == env["smi"]["clocks.max.sm"] == "1980"
+                                           for c in env["clocks_after"])
+    assert b.MEASURED == {"h200-2026-11-26": "h200-sxm"}
 
 
 def test_kepler_rows(rows):

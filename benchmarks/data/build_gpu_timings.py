@@ -734,20 +734,21 @@ def measured_here() -> list[dict]:
         fw = (f"PyTorch {env['torch']} (eager), CUDA {env['cuda']}, cuDNN {v // 10000}.{v % 10000 // 100}.{v % 100}, "
               f"cudnn.benchmark {env['cudnn_benchmark']}, torchvision {env['torchvision']}")
         sid = f"measured-{folder}"
-        for line in (d / "gpu_measured.jsonl").read_text().splitlines():
+        path = f"benchmarks/data/measured/{folder}/gpu_measured.jsonl"
+        for n, line in enumerate((d / "gpu_measured.jsonl").read_text().splitlines(), start=1):
             m = json.loads(line)
             if "error" in m:
                 continue
             out.append(row(
-                network=m["network"], torchvision_match="exact: torchvision's own model (weights=None)", gpu=gpu,
+                network=m["network"], torchvision_match="exact", gpu=gpu,
                 batch=m["batch"], precision=m["precision"], **{"pass": m["pass"]}, framework=fw,
-                measured_ms=round(m["measured_ms"], 4), original_value=m["measured_ms"],
+                measured_ms=round(m["measured_ms"], 6), original_value=m["measured_ms"],
                 original_unit=f"ms, median of {m['runs']} runs", source_id=sid,
-                source=(f"this repository: benchmarks/data/measured/{folder}/gpu_measured.jsonl "
-                        f"(benchmarks/measure_gpu.py on an {env['gpu']}, {env['date_utc'][:10]}; machine in "
-                        "gpu_env_run*.json)"),
-                note=(f"{MEASURED_PRECISION_NOTE[m['precision']]}; input 3x224x224 already on the GPU; each run "
-                      "between torch.cuda.synchronize() calls on the host clock; "
+                source=(f"{path} :: line {n} (benchmarks/measure_gpu.py on an {env['gpu']}, "
+                        f"{env['date_utc'][:10]}; the machine in gpu_env_run*.json)"),
+                note=(f"{MEASURED_PRECISION_NOTE[m['precision']]}; torchvision's own model (weights=None); input "
+                      "3x224x224 already on the GPU; each run between torch.cuda.synchronize() calls on the host "
+                      "clock; "
                       + ("eval mode, torch.no_grad()" if m["pass"] == "inference" else
                          "train mode: zero_grad (set to None), forward, cross-entropy, backward, "
                          "SGD(momentum 0.9, foreach) step")
