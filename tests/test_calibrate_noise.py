@@ -363,6 +363,18 @@ def test_a_gpu_calibration_measures_no_backward():
     assert "backward_efficiency" not in spec and "update_overhead" not in spec and not fake.backward_calls
 
 
+def test_a_gpu_convolution_faster_than_the_gemm_does_not_raise_the_peak():
+    """cuDNN's Winograd runs a 3×3 conv in fewer multiplies than counted, so its counted rate can pass the GEMM's
+    on a GPU (an H200: 85 against 51 TFLOP/s): there the fp32 peak stays the GEMM's; a CPU's conv still raises it
+    (its GEMM runs were disturbed). The GPU's conv figure is clamped to 1, not refused as a measurement error."""
+    fast = {**EFFICIENCY, "conv": 1.5}                 # every suite conv at 1.5 × the GEMM's rate
+    gpu = run(Fake(gpu=True, linux_cpu=False, eff=fast))
+    assert gpu["peak_flops"]["fp32"] == pytest.approx(PEAK) and "faster" not in gpu["compute_notes"].get("fp32", "")
+    assert gpu["efficiency"]["conv"] == 1.0
+    cpu = run(Fake(eff=fast), force=True)     # kept with force: the fake's convs also pass the raised peak a little
+    assert cpu["peak_flops"]["fp32"] > PEAK and "conv layer" in cpu["compute_notes"]["fp32"]
+
+
 def test_a_noisy_fake_machine_is_re_measured_then_refused_naming_the_quantity_and_spread():
     fake = Fake(noisy=("conv",))
     with pytest.raises(Unsteady, match=r"^another process is using the CPU: the conv layer timings varied by 53%"):
