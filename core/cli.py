@@ -280,6 +280,12 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:             # `python -m core analyze resnet152 | head`: the reader left
         _silence_stdout()
         return 0
+    except ModuleNotFoundError as e:    # an install without a requirement (a bare CUDA image lacked jsonschema)
+        if os.environ.get("CNN_CALC_DEBUG"):
+            raise
+        _fail(f"error: the Python package '{e.name}' is not installed; this command needs it: pip install -r "
+              "requirements.txt (the README's set-up)")
+        return 1
     except Exception as e:              # a bug, not bad input: still one line, no traceback
         if os.environ.get("CNN_CALC_DEBUG"):
             raise

@@ -138,3 +138,15 @@ def test_bad_input_one_line_no_traceback(tmp_path, make_args, fragment):
     assert len(lines) == 1, p.stderr
     assert fragment in lines[0]
     assert p.stdout == ""
+
+
+def test_a_missing_requirement_is_one_line_naming_the_package_and_the_fix():
+    """A bare CUDA image ran the CLI without jsonschema (a requirement): one line naming the package and how to
+    install it, exit 1, no traceback."""
+    code = ("import sys; sys.modules['jsonschema'] = None; from core.cli import main; "
+            "sys.exit(main(['estimate', 'resnet18', '--device', 'v100-sxm2']))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                       env={k: v for k, v in os.environ.items() if k != "CNN_CALC_DEBUG"})
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    assert p.stderr.strip() == ("error: the Python package 'jsonschema' is not installed; this command needs it: "
+                                "pip install -r requirements.txt (the README's set-up)")
