@@ -59,11 +59,12 @@ CLASS = {"conv": 0, "grouped_conv": 1, "linear": 2}          # other classes: in
 TC = {"tf32": 1, "fp16": 2, "bf16": 2}                       # tensor-core factor used: 0 none
 TARGET_MEDIAN, TARGET_P90 = 0.15, 0.35
 COMPUTE_OF = {"mixed": "fp16"}           # a dataset precision → the compute precision its math runs in
-# screening switches for the "what was tried" table (GPU_EXP=queue,views,smalltile,graph,bias,cudnn,
-# bntrain): not the model
+# screening switches for the "what was tried" table (GPU_EXP=queue,views,smalltile,graph,bias,cudnn,dwcuda,
+# bntrain,infov): not the model
 EXP = set(filter(None, os.environ.get("GPU_EXP", "").split(",")))
 EXTRA: tuple = ((("small_tile", 0.2, 1.0, 0.7),) if "smalltile" in EXP else ()) + \
-    ((("graph_overhead", 0.02, 1.0, 0.5),) if "graph" in EXP else ())    # screening only
+    ((("graph_overhead", 0.02, 1.0, 0.5),) if "graph" in EXP else ()) + \
+    ((("inference_overhead", 0.2, 1.0, 0.7),) if "infov" in EXP else ())    # screening only
 # "graph": a factor on the per-kernel overhead of the rows not timed in eager PyTorch (MXNet, TensorFlow, Caffe,
 # Torch7: a runtime that runs a graph, or Lua's thinner dispatch), so PyTorch's overhead is not fitted to them
 NAMES = NAMES + tuple(e[0] for e in EXTRA)
@@ -193,7 +194,7 @@ def features(rows: list[dict]) -> dict:
     """One array entry per (row, layer work): what the model's terms read, with the row it adds to."""
     compiled: dict = {}
     keys = ("row", "pidx", "flops", "bytes", "calls", "views", "cls", "tc", "bwd", "wgrad", "wave", "wave64",
-            "wave32", "peak", "bw", "eager")
+            "wave32", "peak", "bw", "eager", "infer")
     cols = {k: [] for k in keys}
     paleo_s, copy_s = [], []
     for i, r in enumerate(rows):
@@ -261,7 +262,10 @@ def features(rows: list[dict]) -> dict:
                        (pidx == 0 or node.needs_grad) and not node.rule.stored)
             cols["views"].append(view)
             cols["cls"].append(CLASS.get(gpu_model.compute_class(w.work_class), 3))
-            cols["tc"].append(tc)
+            # screening: a depthwise conv on CUDA cores whatever the precision (no tensor-core kernel: on an H200
+            # a depthwise network's bf16 training step took as long as its fp32 one)
+            cuda_core = "dwcuda" in EXP and tc and w.work_class == "depthwise_conv"
+            cols["tc"].append(0 if cuda_core else tc)
             cols["bwd"].append(int(w.backward))
             cols["wgrad"].append(int(kind == "wgrad"))
             if kind == "dgrad":
@@ -273,13 +277,14 @@ def features(rows: list[dict]) -> dict:
             cols["wave"].append(gpu_model.wave_efficiency(t128, dev.sm_count))
             cols["wave64"].append(gpu_model.wave_efficiency(t64, dev.sm_count))
             cols["wave32"].append(gpu_model.wave_efficiency(t32, dev.sm_count))
-            cols["peak"].append(e.peak)
+            cols["peak"].append(dev.peak_flops["fp32"] if cuda_core else e.peak)
             cols["bw"].append(e.bandwidth)
             cols["eager"].append(int(r["framework"].startswith("PyTorch")))
+            cols["infer"].append(int(r["pass"] == "inference"))
         paleo_s.append(pass_seconds(Estimate(e.report, dev, variant="paleo").totals, r["pass"]))  # PALEO, PPP 1
         copy_s.append(timed_extra_s(r, compiled[r["network"]], prec))
     f = {k: np.array(v, dtype=float) for k, v in cols.items()}
-    for k in ("row", "pidx", "cls", "tc", "views", "wgrad", "eager"):
+    for k in ("row", "pidx", "cls", "tc", "views", "wgrad", "eager", "infer"):
         f[k] = f[k].astype(int)
     f["paleo_s"] = np.array(paleo_s)
     f["copy_s"] = np.array(copy_s)
@@ -304,6 +309,8 @@ def predict(f: dict, vec_of_row: np.ndarray, timed: bool = True) -> np.ndarray:
     ov = (f["calls"] + (f["views"] if "views" in EXP else 0)) * v[:, 6] * np.where(f["cls"] < 3, v[:, 9], 1.0)
     if "graph" in EXP:
         ov = ov * np.where(f["eager"] > 0, 1.0, v[:, NAMES.index("graph_overhead")])
+    if "infov" in EXP:      # screening: an inference pass (no autograd recording) costs the host less per kernel
+        ov = ov * np.where(f["infer"] > 0, v[:, NAMES.index("inference_overhead")], 1.0)
     if "queue" in EXP:
         k = np.maximum(comp, mem)
         seg = f["row"] * 4 + f["pidx"]
@@ -611,6 +618,12 @@ TRIED = (
     ("14. 1,212 rows: ryujaehun's TITAN RTX run added (128 rows), after 10; 12 and 13 were on the 1,084",
      (0.164, 0.387), (0.172, 0.447), "kept (data): held out worse; the same TU102 timed ~10 % slower as this "
      "TITAN RTX than as the RTX 2080 Ti, whose LOGO median went 23 → 34 %"),
+    ("15. 1,740 rows: 528 this project measured on an H200 (measured-h200-2026-11-26), after 10", (0.1907, 0.510),
+     (0.1997, 0.544), "kept (data): held out worse; predicted from the 4 Hopper rows before, the H200's rows were "
+     "off by 28 % / 85 %, and by 28 % / 86 % held out now"),
+    ("16. a depthwise conv at the fp32 CUDA-core peak with no tensor-core factor in tf32, fp16, bf16 and mixed "
+     "(GPU_EXP=dwcuda; on the H200 MobileNet V2's bf16 training step at batch 256 took 112 ms, its fp32 one 121), "
+     "after 15", (0.1918, 0.515), (0.2001, 0.553), "no: all four worse (in-sample 13.9 % / 39.5 % → 13.7 % / 39.6 %)"),
 )
 
 

@@ -670,14 +670,15 @@ def auto_variant(device: Device, compute: str, ppp: float = 1.0, ppp_memory: flo
 
 
 def fitted_on(device: Device, compute: str) -> str:
-    """What a prediction for ``device`` at ``compute`` stands on, in words: how many published timings of its
-    generation were fitted, and at this precision (the fit's ``coverage``: generation → precision → rows)."""
+    """What a prediction for ``device`` at ``compute`` stands on, in words: how many measured timings (published, or
+    measured by this project) of its generation were fitted, and at this precision (the fit's ``coverage``:
+    generation → precision → rows)."""
     arch = device.architecture
     cover = gpu_model.load_params().get("coverage", {}).get(arch)
     if cover is None:
-        return f"the time model fitted on published timings of {arch} GPUs"
+        return f"the time model fitted on measured timings of {arch} GPUs"
     rows, here = sum(cover.values()), cover.get(compute, 0)
-    text = f"the time model fitted on {rows} published timings of {arch} GPUs"
+    text = f"the time model fitted on {rows} measured timings of {arch} GPUs"
     if not here:
         text += (f", none of them at {compute}: extrapolated from "
                  f"{', '.join(sorted(k for k, v in cover.items() if v))}")
@@ -703,10 +704,10 @@ def typical_error(device: Device) -> dict:
     doc = gpu_model.load_params()
     gen = (doc.get("errors_by_generation") or {}).get(device.architecture or "")
     if gen and gen.get("rows", 0) >= MIN_GENERATION_ROWS:
-        e, basis = gen, f"{device.architecture} GPUs, {gen['rows']} published timings"
+        e, basis = gen, f"{device.architecture} GPUs, {gen['rows']} measured timings"
     else:
         e = doc["errors"]["loso"]
-        basis = f"all GPUs, {e['rows']} published timings"
+        basis = f"all GPUs, {e['rows']} measured timings"
     return {"median": e["median"], "p90": e["p90"], "rows": e["rows"],
             "basis": f"leave-one-source-out over {basis}"}
 

@@ -28,7 +28,8 @@ CASES = [      # network, device, batch, dtype, settings: Winograd (fp32), tenso
     ("resnet18", "a100-40gb-sxm", 8, "fp32", {}),
     ("resnet18", "a100-40gb-sxm", 3, "tf32", {}),
     ("mobilenet_v2", "t4", 16, "fp16", {}),               # grouped convolutions
-    ("mobilenet_v2", "h200-sxm", 1, "bf16", {}),          # no sm_count: no wave term
+    ("mobilenet_v2", "l4", 1, "fp16", {}),                # no sm_count: no wave term
+    ("mobilenet_v2", "h200-sxm", 1, "bf16", {}),
     ("squeezenet1_0", "v100-sxm2", 64, "fp32", {"launch": "cuda_graphs"}),
     ("mnist_cnn", "k80", 5, "fp32", {"fused": True}),     # linear layers, Kepler
     ("mnist_cnn", "rtx-3090", 2, "fp16", {"optimizer": "adam"}),

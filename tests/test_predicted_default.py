@@ -196,7 +196,7 @@ def test_a_prediction_says_how_many_timings_it_stands_on(monkeypatch):
            "coverage": {"volta": {"fp32": 30, "fp16": 12}}}
     monkeypatch.setattr(gm, "load_params", lambda: doc)
     e = estimate(two_layer(), TOY)                                   # fp32: 30 + 12 = 42 volta timings
-    assert e.variant == "predicted" and "fitted on 42 published timings of volta GPUs" in e.variant_reason
+    assert e.variant == "predicted" and "fitted on 42 measured timings of volta GPUs" in e.variant_reason
     assert "extrapolated" not in e.variant_reason
     doc["coverage"]["volta"] = {"fp16": 12}                          # none at fp32
     e = estimate(two_layer(), TOY)

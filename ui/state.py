@@ -260,7 +260,7 @@ def sidebar() -> Selection:
             st.session_state[DEVICE] = DEFAULTS[DEVICE] if DEFAULTS[DEVICE] in ids else ids[0]
         st.selectbox("Device", ids, key=DEVICE, format_func=lambda i: db.devices[i].name)
         st.selectbox("Time model", list(VARIANTS), key=VARIANT, format_func=VARIANT_LABELS.get,
-                     help="predicted: a GPU time model fitted per architecture generation to published timings "
+                     help="predicted: a GPU time model fitted per architecture generation to measured timings "
                           "(compute, memory and launch overhead per layer), labelled with its typical held-out "
                           "error. PALEO: FLOPs at PPP × peak plus bytes at PPP × bandwidth, the classic bound. "
                           "auto uses predicted on a GPU whose generation is fitted at PPP 1, else PALEO.")

@@ -138,7 +138,7 @@ def show(db) -> None:
                              for c in ("predicted ms", "PALEO bound ms", "predicted ÷ bound")}
               | {"typical ±%": st.column_config.NumberColumn(format="%.0f")})
     reading("The bound is FLOPs at the datasheet peak plus bytes at the datasheet bandwidth, layer by layer (PALEO "
-            "at PPP 1). The prediction is the time model fitted to published timings of each GPU generation: "
+            "at PPP 1). The prediction is the time model fitted to measured timings of each GPU generation: "
             "convolutions reach a fitted share of the peak (less on a small layer that leaves SMs idle), 3×3 "
             "convolutions in fp32 run as Winograd (fewer FLOPs than 2 × MACs, so a prediction can beat the bound), "
             "TF32 tensor cores reach well under their datasheet peak, and every kernel launch costs tens of µs, "
