@@ -511,6 +511,9 @@ def measure(quick: bool = False, write: bool | None = None) -> dict:
     m = f["measured_s"]
     groups = {"all rows": np.arange(len(rows)),
               "all rows but Kepler": np.array([i for i, r in enumerate(rows) if r["generation"] != "kepler"]),
+              # the sources' rows without the ones this project measured (benchmarks/data/measured/)
+              "published rows": np.array([i for i, r in enumerate(rows)
+                                          if not r["source_id"].startswith("measured-")]),
               "batch 1–8": np.array([i for i, r in enumerate(rows) if r["batch"] <= 8]),
               # the framework an estimate is for by default (eager PyTorch), and the rest
               "framework PyTorch": np.array([i for i, r in enumerate(rows) if r["framework"].startswith("PyTorch")]),
