@@ -10,6 +10,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import bench_analyze
 import bench_estimate
 
+ROOT = Path(__file__).resolve().parent.parent
+
 
 def test_bench_analyze_quick(capsys):
     rows = bench_analyze.main(["--quick"])
@@ -94,3 +96,34 @@ def test_run_all_writes_sections_and_keeps_others(tmp_path):
     second = out.read_text()
     assert second.index("<!-- bench:counting -->") < second.index("<!-- bench:estimate -->")
     assert first[first.index("<!-- bench:estimate -->"):] in second
+
+
+def test_measure_gpu_writes_lines_the_dataset_builder_reads(tmp_path, monkeypatch):
+    """benchmarks/measure_gpu.py on the CPU (one small network, two cases): its raw lines and machine file are what
+    build_gpu_timings.measured_here turns into dataset rows, one row per line, naming the line."""
+    import importlib.util
+    import json
+
+    import measure_gpu
+
+    folder = tmp_path / "measured" / "cpu-test"
+    assert measure_gpu.main(["--out", str(folder), "--device", "cpu", "--nets", "squeezenet1_1", "--batches", "1",
+                             "--precisions", "fp32"]) == 0
+    lines = [json.loads(x) for x in (folder / "gpu_measured.jsonl").read_text().splitlines()]
+    assert [(m["network"], m["batch"], m["pass"]) for m in lines] == [("squeezenet1_1", 1, "inference"),
+                                                                       ("squeezenet1_1", 1, "training_step")]
+    assert all(m["min_ms"] <= m["measured_ms"] <= m["max_ms"] and m["runs"] >= measure_gpu.MIN_TIMED
+               for m in lines)
+    env = json.loads((folder / "gpu_env.json").read_text())
+    (folder / "gpu_env_run1.json").write_text(json.dumps({**env, "gpu": "CPU (test)", "cudnn": 91900,
+                                                          "smi": {"clocks.max.sm": "0"}}))
+    spec = importlib.util.spec_from_file_location("build_gpu_timings", ROOT / "benchmarks/data/build_gpu_timings.py")
+    b = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(b)
+    monkeypatch.setattr(b, "HERE", tmp_path)
+    monkeypatch.setattr(b, "MEASURED", {"cpu-test": "h200-sxm"})
+    rows = b.measured_here()
+    assert [(r["pass"], r["measured_ms"], r["source_id"]) for r in rows] == \
+        [(m["pass"], round(m["measured_ms"], 6), "measured-cpu-test") for m in lines]
+    assert rows[1]["source"].startswith("benchmarks/data/measured/cpu-test/gpu_measured.jsonl :: line 2 ")
+    assert "cuDNN 9.19.0" in rows[0]["framework"]
