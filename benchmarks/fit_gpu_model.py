@@ -627,6 +627,9 @@ TRIED = (
     ("16. a depthwise conv at the fp32 CUDA-core peak with no tensor-core factor in tf32, fp16, bf16 and mixed "
      "(GPU_EXP=dwcuda; on the H200 MobileNet V2's bf16 training step at batch 256 took 112 ms, its fp32 one 121), "
      "after 15", (0.1918, 0.515), (0.2001, 0.553), "no: all four worse (in-sample 13.9 % / 39.5 % → 13.7 % / 39.6 %)"),
+    ("17. an inference pass's per-kernel overhead × a fitted factor (no autograd recording; GPU_EXP=infov, fitted "
+     "0.77–0.96, 0.81 for most generations), after 15", (0.1829, 0.542), (0.1977, 0.555),
+     "no: medians −0.8 and −0.2 points, both p90 worse (+3.2, +1.1); the H200 held out 28 → 30 %"),
 )
 
 
