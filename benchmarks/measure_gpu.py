@@ -27,6 +27,7 @@ lines into dataset rows.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -106,7 +107,6 @@ class Case:
         self.loss = torch.nn.CrossEntropyLoss()
 
     def autocast(self):
-        import contextlib
         if self.precision == "mixed":
             return self.torch.autocast(self.dev.type, dtype=self.torch.float16)
         return contextlib.nullcontext()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import json
 import os
 import re
 import statistics
@@ -724,8 +725,8 @@ MEASURED_PRECISION_NOTE = {
 
 
 def measured_here() -> list[dict]:
-    import json
-
+    """The rows of every folder in ``MEASURED``: one per line of its gpu_measured.jsonl (a case that failed is left
+    out), the machine from gpu_env_run1.json."""
     out = []
     for folder, gpu in MEASURED.items():
         d = HERE / "measured" / folder
