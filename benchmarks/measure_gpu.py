@@ -37,6 +37,10 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from core.bridge.calibrate import _cpu_name  # the CPU name as calibrate records it (torch stays unloaded)
+
 NETWORKS = ("resnet50", "resnet18", "vgg16", "mobilenet_v2", "densenet121", "efficientnet_b0", "resnext50_32x4d",
             "alexnet", "squeezenet1_1", "shufflenet_v2_x1_0", "mobilenet_v3_large", "convnext_tiny", "resnet152",
             "regnet_y_1_6gf")
@@ -58,21 +62,11 @@ def smi(fields: str) -> dict:
     return dict(zip(fields.split(","), (v.strip() for v in out[0].split(",")))) if out else {}
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
-
-
 def environment(torch, dev) -> dict:
     env = {"date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "python": platform.python_version(),
            "torch": torch.__version__, "cuda": torch.version.cuda,
            "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
-           "cudnn_benchmark": torch.backends.cudnn.benchmark, "cpu": cpu_model(), "cpus": os.cpu_count()}
+           "cudnn_benchmark": torch.backends.cudnn.benchmark, "cpu": _cpu_name()[0], "cpus": os.cpu_count()}
     try:
         import torchvision
         env["torchvision"] = torchvision.__version__
