@@ -2,7 +2,8 @@
 # One lease of a CUDA machine (issue 13, item 4), run from the repository root: the dataset sweep
 # (benchmarks/measure_gpu.py), then the CLI's CUDA paths (time, calibrate, estimate on the calibrated device, a
 # refusal). Everything lands in $OUT: gpu_env.json, gpu_measured.jsonl, sweep.log, cli.txt, calibrate.json,
-# time_bf16.json. DEV=cpu QUICK=--quick runs the same steps on a CPU (a dry run of the script itself). The core
+# time_bf16.json. CLI=0 skips the CLI steps. BENCH_DEADLINE=S adds a second, shorter sweep with cuDNN's autotuner on
+# (--cudnn-benchmark, BENCH_ARGS picks its cases) into $OUT/cudnn_benchmark/. DEV=cpu QUICK=--quick runs the same steps on a CPU (a dry run of the script itself). The core
 # package needs requirements.txt's jsonschema, which a bare CUDA image may lack: carry it as wheels in .whl/.
 set -u
 export PYTHONUNBUFFERED=1 CNN_CALC_HOME=${CNN_CALC_HOME:-/tmp/cnn_calc_home}
@@ -20,7 +21,7 @@ sweep() {
 # SWEEP=first (default), last (after the CLI steps) or none
 [ "${SWEEP:-first}" = first ] && sweep
 step() { echo "== $*"; timeout 150 "$@"; echo "exit $?"; }
-{
+[ "${CLI:-1}" = 1 ] && {
   step $PY -m core time resnet50 --device "$DEV" --batch 32
   step $PY -m core time resnet50 --device "$DEV" --batch 32 --dtype tf32
   step $PY -m core time resnet18 --device "$DEV" --batch 8 --per-layer --passes forward
@@ -35,5 +36,11 @@ step() { echo "== $*"; timeout 150 "$@"; echo "exit $?"; }
   step $PY -m core time vgg16 --device "$DEV" --batch 100000
 } >> "$OUT/cli.txt" 2>&1
 [ "${SWEEP:-first}" = last ] && sweep
+if [ -n "${BENCH_DEADLINE:-}" ]; then
+  $PY benchmarks/measure_gpu.py --out "$OUT/cudnn_benchmark" --device "$DEV" --deadline "$BENCH_DEADLINE" \
+    --cudnn-benchmark ${QUICK:-} ${BENCH_ARGS:-} > "$OUT/cudnn_benchmark.log" 2>&1
+  echo "cudnn.benchmark sweep exit $?" >> "$OUT/cudnn_benchmark.log"
+  tail -n 5 "$OUT/cudnn_benchmark.log"
+fi
 tail -n 40 "$OUT/sweep.log"
 cat "$OUT/cli.txt" | cut -c1-200 | tail -n 150

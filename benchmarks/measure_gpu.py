@@ -8,7 +8,8 @@ Each case is one network × precision × batch × pass, run in eager PyTorch as 
 Precisions: ``fp32`` (TF32 off for cuDNN and cuBLAS), ``tf32`` (on for both), ``bf16`` (model and input in
 bfloat16: weights, activations, gradients and optimizer state), ``mixed`` (fp32 weights, ``torch.autocast`` fp16
 in the forward and loss, a ``GradScaler``). ``cudnn.benchmark`` stays at PyTorch's default (False): cuDNN's
-heuristics choose each algorithm, as in a student's script.
+heuristics choose each algorithm, as in a student's script; ``--cudnn-benchmark`` turns it on, to see what the
+autotuner's choices change.
 
 Timing: ``WARMUP`` untimed runs, then timed runs until ``MIN_TIMED`` of them and ``MIN_SECONDS`` in all (at most
 ``MAX_TIMED``); each run is bracketed by ``torch.cuda.synchronize()`` and timed on the host clock
@@ -169,12 +170,15 @@ def main(argv=None) -> int:
     ap.add_argument("--batches", default=",".join(map(str, BATCHES)))
     ap.add_argument("--precisions", default=",".join(PRECISIONS))
     ap.add_argument("--quick", action="store_true", help="two small networks at batch 1 and 2 (a dry run)")
+    ap.add_argument("--cudnn-benchmark", action="store_true",
+                    help="let cuDNN time its algorithms for each new shape (torch.backends.cudnn.benchmark = True)")
     a = ap.parse_args(argv)
     start = time.monotonic()
     import torch
     import torchvision as tv
 
     dev = torch.device(a.device)
+    torch.backends.cudnn.benchmark = a.cudnn_benchmark     # recorded in gpu_env.json; the warm-ups absorb the search
     nets = a.nets.split(",")
     batches = [int(b) for b in a.batches.split(",")]
     precisions = a.precisions.split(",")

@@ -182,18 +182,28 @@ def test_source_ids_match_the_builder(rows, readme_sources):
     assert set(b.SOURCES) | measured <= readme_sources
 
 
-def test_rows_measured_here(rows):
-    """The H200 rows (benchmarks/measure_gpu.py, 2026-11-26) are the raw lines of their session folder, one row per
-    line, each naming its line; the SM clock read after every network was the GPU's maximum."""
-    b = _builder()
-    h = [r for r in rows if r["source_id"] == "measured-h200-2026-11-26"]
-    folder = DATA / "measured" / "h200-2026-11-26"
-    raw = [json.loads(line) for line in (folder / "gpu_measured.jsonl").read_text().splitlines()]
+# folder -> (GPU id, GPU name as torch reports it, SM count, SM clock in MHz, cases, of them mixed, machine files)
+MEASURED_FOLDERS = {
     # 14 networks x 5 batches x 2 passes = 140 cases in each of fp32, tf32 and bf16 (420); mixed ran out of the
     # session's device time: 3 networks x 10 + MobileNet V2's 8 (run 1), 5 x 10 + ShuffleNet V2's 6 (run 2),
     # MobileNet V3 Large's 10 + ConvNeXt-T's 4 (run 3) = 108; 420 + 108 = 528
-    assert len(raw) == len(h) == 528
-    assert sum(m["precision"] == "mixed" for m in raw) == 108
+    "h200-2026-11-26": ("h200-sxm", "NVIDIA H200", 132, "1980", 528, 108, (1, 2, 3)),
+    # one run, all four precisions complete: 4 x 140 = 560, mixed 140
+    "h100-2026-11-27": ("h100-sxm", "NVIDIA H100 80GB HBM3", 132, "1980", 560, 140, (1,)),
+}
+
+
+@pytest.mark.parametrize("folder", sorted(MEASURED_FOLDERS))
+def test_rows_measured_here(rows, folder):
+    """The rows measured by this project (benchmarks/measure_gpu.py) are the raw lines of their session folder, one
+    row per line, each naming its line; the SM clock read after every network was the GPU's maximum."""
+    b = _builder()
+    gpu, name, sms, clock, cases, mixed, runs = MEASURED_FOLDERS[folder]
+    h = [r for r in rows if r["source_id"] == f"measured-{folder}"]
+    d = DATA / "measured" / folder
+    raw = [json.loads(line) for line in (d / "gpu_measured.jsonl").read_text().splitlines()]
+    assert len(raw) == len(h) == cases
+    assert sum(m["precision"] == "mixed" for m in raw) == mixed
     for r in h:
         n = int(re.search(r" :: line (\d+) ", r["source"]).group(1))
         m = raw[n - 1]
@@ -201,15 +211,15 @@ def test_rows_measured_here(rows):
             (m["network"], m["precision"], m["batch"], m["pass"])
         assert float(r["measured_ms"]) == pytest.approx(m["measured_ms"], abs=5e-7)
         assert m["min_ms"] <= m["measured_ms"] <= m["max_ms"] and m["runs"] >= 5
-    assert {r["gpu"] for r in h} == {"h200-sxm"} and {r["generation"] for r in h} == {"hopper"}
+    assert {r["gpu"] for r in h} == {gpu} and {r["generation"] for r in h} == {"hopper"}
     assert {r["timed_extra"] for r in h} == {""}                       # the input was already on the GPU
     assert all("cuDNN 9.19.0" in r["framework"] and "cudnn.benchmark False" in r["framework"] for r in h)
-    for run in (1, 2, 3):
-        env = json.loads((folder / f"gpu_env_run{run}.json").read_text())
-        assert env["gpu"] == "NVIDIA H200" and env["sm_count"] == 132
-        assert env["clocks_after"] and all(c["clocks.sm"] == env["smi"]["clocks.max.sm"] == "1980"
+    for run in runs:
+        env = json.loads((d / f"gpu_env_run{run}.json").read_text())
+        assert env["gpu"] == name and env["sm_count"] == sms and not env["cudnn_benchmark"]
+        assert env["clocks_after"] and all(c["clocks.sm"] == env["smi"]["clocks.max.sm"] == clock
                                            for c in env["clocks_after"])
-    assert b.MEASURED == {"h200-2026-11-26": "h200-sxm"}
+    assert b.MEASURED[folder] == gpu and set(b.MEASURED) == set(MEASURED_FOLDERS)
 
 
 def test_kepler_rows(rows):
