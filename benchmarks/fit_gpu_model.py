@@ -154,6 +154,16 @@ def cudnn_version(framework: str) -> tuple[int, int] | None:
     return (0, 0) if framework.startswith("Caffe (2014") or framework.startswith("Caffe + cuDNN") else None
 
 
+def foreach_step(framework: str) -> bool:
+    """Whether a row's optimizer step runs PyTorch's multi-tensor "foreach" kernels: its default on CUDA from
+    PyTorch 2.0 (pytorch/pytorch#92306, BC-breaking note: SGD, Adam and the others "default to faster foreach
+    implementation when on CUDA"; #95862, before the release, made it hold for nn.Parameter). Only a row naming
+    PyTorch 2 or later: the NGC containers of the NVIDIA and Lambda rows (20.10 to 22.09) hold PyTorch 1.x, and
+    TensorFlow, MXNet and Caffe update each parameter tensor with a kernel of its own."""
+    m = re.match(r"PyTorch (\d+)\.", framework)
+    return bool(m) and int(m.group(1)) >= 2
+
+
 TIMED_EXTRAS = ("h2d_input", "zero_grad")
 
 
@@ -228,7 +238,7 @@ def features(rows: list[dict]) -> dict:
         if "zero_grad" in timed_extras(r) and r["pass"] in ("backward", "forward_backward", "training_step"):
             items += [(3, w, None, "zero") for w in zero_grad_works(e)]
         if r["pass"] == "training_step":
-            u = e.update_work()
+            u = e.update_work(foreach=foreach_step(r["framework"]))
             if "queue" in EXP and u.calls > 1:
                 for _ in range(u.calls):
                     items.append((2, replace(u, flops=u.flops / u.calls, bytes=u.bytes / u.calls, calls=1),

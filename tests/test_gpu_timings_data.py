@@ -190,6 +190,10 @@ MEASURED_FOLDERS = {
     "h200-2026-11-26": ("h200-sxm", "NVIDIA H200", 132, "1980", 528, 108, (1, 2, 3)),
     # one run, all four precisions complete: 4 x 140 = 560, mixed 140
     "h100-2026-11-27": ("h100-sxm", "NVIDIA H100 80GB HBM3", 132, "1980", 560, 140, (1,)),
+    # the H200's 32 missing mixed cases, the next day on another H200 machine, less the last one (its deadline):
+    # ResNet-152 and RegNetY-1.6GF 2 x 10, ConvNeXt-T batch 8/128/256 x 2 passes = 6, ShuffleNet V2 batch 8/128 x
+    # 2 = 4, MobileNet V2 batch 128 inference = 1; 20 + 6 + 4 + 1 = 31
+    "h200-2026-11-27": ("h200-sxm", "NVIDIA H200", 132, "1980", 31, 31, (1,)),
 }
 
 

@@ -1,0 +1,79 @@
+"""Time ``optimizer.step()`` alone on a CUDA GPU: SGD with momentum, torch's multi-tensor "foreach" kernels (its
+default on CUDA) against the per-parameter loop (``foreach=False``), for the GPU model's optimizer term (issue 13).
+
+For each network and precision: the model on the GPU (bf16: converted), one forward and backward to fill the
+gradients, one step to create the momentum buffers, then ``RUNS`` timed steps of each implementation, each between
+two ``torch.cuda.synchronize()`` calls on the host clock; the median is written. Also the parameter tensors and
+elements, the figures the model's optimizer term works from. One JSON line per case to ``OUT/optimizer_steps.jsonl``.
+
+    python benchmarks/optimizer_step_check.py --out DIR [--nets a,b] [--device cuda]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+NETWORKS = ("resnet50", "vgg16", "mobilenet_v2", "densenet121", "efficientnet_b0", "resnet18", "convnext_tiny",
+            "resnet152")
+PRECISIONS = ("fp32", "bf16")
+WARMUP, RUNS = 3, 21
+
+
+def step_ms(torch, dev, opt) -> float:
+    sync = (lambda: torch.cuda.synchronize(dev)) if dev.type == "cuda" else (lambda: None)
+    for _ in range(WARMUP):
+        opt.step()
+    times = []
+    for _ in range(RUNS):
+        sync()
+        t0 = time.perf_counter()
+        opt.step()
+        sync()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e3
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--nets", default=",".join(NETWORKS))
+    ap.add_argument("--precisions", default=",".join(PRECISIONS))
+    a = ap.parse_args(argv)
+    import torch
+    import torchvision as tv
+
+    dev = torch.device(a.device)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "optimizer_steps.jsonl").open("a") as lines:
+        for prec in a.precisions.split(","):
+            dtype = torch.bfloat16 if prec == "bf16" else torch.float32
+            for net in a.nets.split(","):
+                with dev:
+                    model = getattr(tv.models, net)(weights=None).to(dtype)
+                model(torch.randn(2, 3, 224, 224, device=dev, dtype=dtype)).float().sum().backward()
+                params = [p for p in model.parameters() if p.grad is not None]
+                row = {"network": net, "precision": prec, "torch": torch.__version__, "tensors": len(params),
+                       "elements": sum(p.numel() for p in params)}
+                for foreach in (True, False):
+                    opt = torch.optim.SGD(params, lr=1e-6, momentum=0.9, foreach=foreach)
+                    opt.step()                   # the momentum buffers exist from here on
+                    row["foreach_ms" if foreach else "loop_ms"] = step_ms(torch, dev, opt)
+                lines.write(json.dumps(row) + "\n")
+                lines.flush()
+                print(f"{prec:5} {net:18} {row['tensors']:4} tensors {row['elements'] / 1e6:7.2f} M  foreach "
+                      f"{row['foreach_ms']:7.3f} ms  loop {row['loop_ms']:7.3f} ms", flush=True)
+                del model, params, opt
+                if dev.type == "cuda":
+                    torch.cuda.empty_cache()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
