@@ -7,6 +7,7 @@ two ``torch.cuda.synchronize()`` calls on the host clock; the median is written.
 elements, the figures the model's optimizer term works from. One JSON line per case to ``OUT/optimizer_steps.jsonl``.
 
     python benchmarks/optimizer_step_check.py --out DIR [--nets a,b] [--device cuda]
+    python benchmarks/optimizer_step_check.py --compare FILE --gpu h200-sxm    # the GPU model against a FILE
 """
 
 from __future__ import annotations
@@ -38,13 +39,48 @@ def step_ms(torch, dev, opt) -> float:
     return statistics.median(times) * 1e3
 
 
+def compare(path: Path, gpu: str) -> str:
+    """A markdown table: each measured step beside the GPU model's optimizer term (variant "predicted") on ``gpu``,
+    foreach and loop, and the model's parameter tensors and elements beside torch's."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from core.api import estimate
+    from core.devices import load_devices
+
+    dev = load_devices().device(gpu)
+    lines = ["| network | precision | tensors (torch / model) | foreach: measured, predicted | loop: measured, "
+             "predicted |", "| --- | --- | --- | --- | --- |"]
+    ratios = {"foreach": [], "loop": []}
+    for line in path.read_text().splitlines():
+        r = json.loads(line)
+        e = estimate(r["network"], dev, batch_size=1, dtype=r["precision"], variant="predicted")
+        if e.report.compiled.trainable != r["elements"]:
+            raise SystemExit(f"{r['network']}: {e.report.compiled.trainable} parameters, torch has {r['elements']}")
+        pred = {"foreach": e.update.total_s * 1e3, "loop": e.time(e.update_work(foreach=False)).total_s * 1e3}
+        for k in ratios:
+            ratios[k].append(pred[k] / r[f"{k}_ms"])
+        tensors = round(e.update_work(foreach=False).calls)
+        lines.append(f"| {r['network']} | {r['precision']} | {r['tensors']} / {tensors} | {r['foreach_ms']:.2f}, "
+                     f"{pred['foreach']:.2f} ms | {r['loop_ms']:.2f}, {pred['loop']:.2f} ms |")
+    lines.append("")
+    lines += [f"{k}: predicted / measured, median {statistics.median(v):.2f} (range {min(v):.2f}–{max(v):.2f})"
+              for k, v in ratios.items()]
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--compare", type=Path, help="an optimizer_steps.jsonl to set beside the GPU model")
+    ap.add_argument("--gpu", default="h200-sxm", help="the device id --compare predicts on")
+    ap.add_argument("--out")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--nets", default=",".join(NETWORKS))
     ap.add_argument("--precisions", default=",".join(PRECISIONS))
     a = ap.parse_args(argv)
+    if a.compare:
+        print(compare(a.compare, a.gpu))
+        return 0
+    if not a.out:
+        ap.error("--out is required (or --compare FILE)")
     import torch
     import torchvision as tv
 

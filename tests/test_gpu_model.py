@@ -347,3 +347,22 @@ def test_foreach_share_is_the_measured_ratio():
 ])
 def test_which_rows_step_with_foreach(framework, foreach):
     assert _fit_module().foreach_step(framework) is foreach
+
+
+def test_parameter_tensors_match_torch():
+    """The optimizer step's parameter tensors and elements, as torch's ``model.parameters()`` listed them on the
+    H200 (benchmarks/optimizer_step_check.py records both): the model's per-tensor host cost counts the same."""
+    import json
+
+    from core import zoo
+    from core.graph import compile_network
+    from core.paleo import param_tensors
+    path = Path(__file__).resolve().parent.parent / "benchmarks/data/measured/h200-2026-11-27/optimizer_steps.jsonl"
+    seen = {}
+    for line in path.read_text().splitlines():
+        r = json.loads(line)
+        seen[r["network"]] = (r["tensors"], r["elements"])
+    assert len(seen) == 8
+    for name, (tensors, elements) in seen.items():
+        c = compile_network(zoo.get(name))
+        assert (sum(param_tensors(n) for n in c.nodes), c.trainable) == (tensors, elements), name
