@@ -3,8 +3,9 @@
 # (benchmarks/measure_gpu.py), then the CLI's CUDA paths (time, calibrate, estimate on the calibrated device, a
 # refusal). Everything lands in $OUT: gpu_env.json, gpu_measured.jsonl, sweep.log, cli.txt, calibrate.json,
 # time_bf16.json. CLI=0 skips the CLI steps. BENCH_DEADLINE=S adds a second, shorter sweep with cuDNN's autotuner on
-# (--cudnn-benchmark, BENCH_ARGS picks its cases) into $OUT/cudnn_benchmark/. DEV=cpu QUICK=--quick runs the same steps on a CPU (a dry run of the script itself). The core
-# package needs requirements.txt's jsonschema, which a bare CUDA image may lack: carry it as wheels in .whl/.
+# (--cudnn-benchmark, BENCH_ARGS picks its cases) into $OUT/cudnn_benchmark/. DEV=cpu QUICK=--quick runs the same
+# steps on a CPU (a dry run of the script itself). The core package needs requirements.txt's jsonschema, which a
+# bare CUDA image may lack: carry it as wheels in .whl/.
 set -u
 export PYTHONUNBUFFERED=1 CNN_CALC_HOME=${CNN_CALC_HOME:-/tmp/cnn_calc_home}
 OUT=${OUT:-/tmp/gpu_out}
