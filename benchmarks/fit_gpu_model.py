@@ -44,7 +44,8 @@ from common import quick_main
 from core import gpu_model, zoo
 from core.devices import load_devices
 from core.graph import compile_network
-from core.paleo import Estimate, Work, param_tensors
+from core.paleo import EAGER_ACCESSES, Estimate, Work, param_tensors
+from core.precision import optimizer
 from core.report import Report
 
 DATA = Path(__file__).resolve().parent / "data" / "gpu_timings.csv"
@@ -60,7 +61,7 @@ TC = {"tf32": 1, "fp16": 2, "bf16": 2}                       # tensor-core facto
 TARGET_MEDIAN, TARGET_P90 = 0.15, 0.35
 COMPUTE_OF = {"mixed": "fp16"}           # a dataset precision → the compute precision its math runs in
 # screening switches for the "what was tried" table (GPU_EXP=queue,views,smalltile,graph,bias,cudnn,dwcuda,
-# bntrain,infov): not the model
+# bntrain,infov,foreach): not the model
 EXP = set(filter(None, os.environ.get("GPU_EXP", "").split(",")))
 EXTRA: tuple = ((("small_tile", 0.2, 1.0, 0.7),) if "smalltile" in EXP else ()) + \
     ((("graph_overhead", 0.02, 1.0, 0.5),) if "graph" in EXP else ()) + \
@@ -164,6 +165,31 @@ def foreach_step(framework: str) -> bool:
     return bool(m) and int(m.group(1)) >= 2
 
 
+# Screening (GPU_EXP=foreach; "what was tried" 19): the optimizer step as the framework runs it, instead of the
+# model's one kernel call per layer with trainable parameters and the table's fused bytes.
+# * a per-parameter loop (PyTorch < 2; TensorFlow's, MXNet's and Caffe's one update kernel per parameter tensor
+#   likewise): one kernel call per parameter tensor;
+# * PyTorch ≥ 2's multi-tensor "foreach" kernels (``foreach_step``): a few launches for all the tensors and a host
+#   cost per tensor of FOREACH_CALL_SHARE calls. Measured on an H200 (benchmarks/optimizer_step_check.py: 8
+#   networks × fp32/bf16, SGD with momentum, benchmarks/data/measured/h200-2026-11-27/optimizer_steps.jsonl),
+#   least squares of the step's time on (parameter tensors, bytes): 3.15 µs per tensor with foreach, 26.4 µs with
+#   the loop; 3.15 / 26.4 = 0.12.
+# Both move the bytes of torch.optim's kernels (core.paleo.EAGER_ACCESSES: SGD with momentum 8 accesses per
+# parameter, against the fused 5).
+FOREACH_CALL_SHARE = 0.12
+
+
+def update_work_as_run(e: Estimate, foreach: bool) -> Work:
+    """The optimizer step's work as the framework runs it (screening: GPU_EXP=foreach)."""
+    p, opt = e.precision, optimizer(e.report.optimizer)
+    w, g, st, tmp = EAGER_ACCESSES[opt.name]
+    trainable = e.report.compiled.trainable
+    nbytes = trainable * (w * (p.master or p.weight) + g * p.grad + (st + tmp) * (p.state or p.weight))
+    tensors = sum(param_tensors(n) for n in e.report.compiled.nodes)
+    return Work(None, opt.update_flops * trainable, nbytes,
+                calls=tensors * FOREACH_CALL_SHARE if foreach else tensors)
+
+
 TIMED_EXTRAS = ("h2d_input", "zero_grad")
 
 
@@ -238,7 +264,7 @@ def features(rows: list[dict]) -> dict:
         if "zero_grad" in timed_extras(r) and r["pass"] in ("backward", "forward_backward", "training_step"):
             items += [(3, w, None, "zero") for w in zero_grad_works(e)]
         if r["pass"] == "training_step":
-            u = e.update_work(foreach=foreach_step(r["framework"]))
+            u = update_work_as_run(e, foreach_step(r["framework"])) if "foreach" in EXP else e.update_work()
             if "queue" in EXP and u.calls > 1:
                 for _ in range(u.calls):
                     items.append((2, replace(u, flops=u.flops / u.calls, bytes=u.bytes / u.calls, calls=1),
@@ -640,6 +666,17 @@ TRIED = (
     ("17. an inference pass's per-kernel overhead × a fitted factor (no autograd recording; GPU_EXP=infov, fitted "
      "0.77–0.96, 0.81 for most generations), after 15", (0.1829, 0.542), (0.1977, 0.555),
      "no: medians −0.8 and −0.2 points, both p90 worse (+3.2, +1.1); the H200 held out 28 → 30 %"),
+    ("18. 2,331 rows: 560 this project measured on an H100 SXM (measured-h100-2026-11-27) and the H200's 31 missing "
+     "mixed cases (measured-h200-2026-11-27), after 15; predicted by 15's parameters before they were added, the "
+     "H100's rows were off by 21.1 % / 44.4 %", (0.1815, 0.473), (0.1927, 0.488),
+     "kept (data): held out better (the H200's rows 28 → 23 % by source)"),
+    ("19. the optimizer step as the framework runs it (GPU_EXP=foreach): PyTorch ≥ 2's foreach kernels at 0.12 of a "
+     "kernel call per parameter tensor (optimizer.step() timed alone on the H200: 3.15 µs per tensor against the "
+     "loop's 26.4), a per-parameter loop (one call per tensor) for older frameworks, and torch.optim's bytes (8 "
+     "accesses for SGD with momentum, against the fused 5), after 18", (0.1922, 0.484), (0.1957, 0.507),
+     "no: all four worse; the model's one call per layer overcharges ResNet-50's foreach step ~6× on Hopper, and "
+     "that made up for training steps otherwise too fast (in sample, the Hopper rows' inference is 16 % too slow "
+     "and their training steps 12 % too fast)"),
 )
 
 

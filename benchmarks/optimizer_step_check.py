@@ -40,27 +40,32 @@ def step_ms(torch, dev, opt) -> float:
 
 
 def compare(path: Path, gpu: str) -> str:
-    """A markdown table: each measured step beside the GPU model's optimizer term (variant "predicted") on ``gpu``,
-    foreach and loop, and the model's parameter tensors and elements beside torch's."""
+    """A markdown table: each measured step beside the GPU model's optimizer term on ``gpu`` (variant "predicted":
+    one kernel call per layer with trainable parameters) and beside the step as the framework runs it (the fit's
+    screening 19: foreach, and the per-parameter loop); the parameter tensors, torch's beside the model's."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from core.api import estimate
     from core.devices import load_devices
+    from core.paleo import param_tensors
+    from fit_gpu_model import update_work_as_run
 
     dev = load_devices().device(gpu)
-    lines = ["| network | precision | tensors (torch / model) | foreach: measured, predicted | loop: measured, "
-             "predicted |", "| --- | --- | --- | --- | --- |"]
-    ratios = {"foreach": [], "loop": []}
+    lines = ["| network | precision | tensors (torch / model) | measured foreach, loop | model | as run: foreach, "
+             "loop |", "| --- | --- | --- | --- | --- | --- |"]
+    ratios = {"model / foreach": [], "as run, foreach": [], "as run, loop": []}
     for line in path.read_text().splitlines():
         r = json.loads(line)
         e = estimate(r["network"], dev, batch_size=1, dtype=r["precision"], variant="predicted")
         if e.report.compiled.trainable != r["elements"]:
             raise SystemExit(f"{r['network']}: {e.report.compiled.trainable} parameters, torch has {r['elements']}")
-        pred = {"foreach": e.update.total_s * 1e3, "loop": e.time(e.update_work(foreach=False)).total_s * 1e3}
-        for k in ratios:
-            ratios[k].append(pred[k] / r[f"{k}_ms"])
-        tensors = round(e.update_work(foreach=False).calls)
+        model = e.update.total_s * 1e3
+        fe, lo = (e.time(update_work_as_run(e, f)).total_s * 1e3 for f in (True, False))
+        ratios["model / foreach"].append(model / r["foreach_ms"])
+        ratios["as run, foreach"].append(fe / r["foreach_ms"])
+        ratios["as run, loop"].append(lo / r["loop_ms"])
+        tensors = sum(param_tensors(n) for n in e.report.compiled.nodes)
         lines.append(f"| {r['network']} | {r['precision']} | {r['tensors']} / {tensors} | {r['foreach_ms']:.2f}, "
-                     f"{pred['foreach']:.2f} ms | {r['loop_ms']:.2f}, {pred['loop']:.2f} ms |")
+                     f"{r['loop_ms']:.2f} ms | {model:.2f} ms | {fe:.2f}, {lo:.2f} ms |")
     lines.append("")
     lines += [f"{k}: predicted / measured, median {statistics.median(v):.2f} (range {min(v):.2f}–{max(v):.2f})"
               for k, v in ratios.items()]

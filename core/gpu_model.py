@@ -24,10 +24,8 @@ Every factor but the wave efficiency is a named parameter, fitted per GPU archit
   N·H_in·W_in × C_in tiles, at the ``backward`` factor) and the weight gradient (wgrad, at ``backward_weight``),
   each reading the output gradient (``core.paleo.Estimate._layer_parts``). One factor for both fitted worse
   (same rows, full fit: LOSO 16.6 % / 46.5 %, LOGO 18.2 % / 49.2 %; docs/benchmarks.md has the split's).
-* The optimizer step: its elementwise work at the same terms, with the host cost of PyTorch ≥ 2's multi-tensor
-  "foreach" kernels (its default on CUDA): ``core.paleo.FOREACH_CALL_SHARE`` of a kernel call per parameter
-  tensor. The fit's rows from older frameworks (PyTorch < 2, TensorFlow, MXNet, Caffe) run a per-parameter loop,
-  one call per tensor (``benchmarks/fit_gpu_model.py``: ``foreach_step``).
+* The optimizer step: per-parameter work at the same terms, one kernel call per layer that holds trainable
+  parameters (PyTorch's eager per-parameter loop).
 
 Generations are the devices' ``architecture`` values; Ampere is two: ``ampere`` (GA10x: RTX 30, A10, A40, RTX A6000)
 and ``ampere-ga100`` (A100), fitted apart because GA100's tensor cores do twice the work per SM (held-out error with

@@ -154,22 +154,10 @@ def network_work(compiled: Compiled, fused: bool) -> NetworkWork:
     return NetworkWork(layers, fwd, bwd, sum(fwd.values(), PassWork()), sum(bwd.values(), PassWork()))
 
 
-# The predicted variant's optimizer step (a GPU), as the framework runs it, with the bytes of EAGER_ACCESSES.
-# * "loop": torch.optim's per-parameter loop (PyTorch < 2; TensorFlow's, MXNet's and Caffe's one update kernel per
-#   parameter tensor likewise): one kernel call per parameter tensor.
-# * "foreach": PyTorch ≥ 2 on CUDA defaults to the multi-tensor kernels: a few launches for all the tensors, and
-#   a host cost per tensor (gathering each one's gradient and state into the lists) of FOREACH_CALL_SHARE calls.
-#   Measured on an H200 (benchmarks/optimizer_step_check.py: 8 networks × fp32/bf16, SGD with momentum,
-#   benchmarks/data/measured/h200-2026-11-27/optimizer_steps.jsonl), least squares of the step's time on
-#   (parameter tensors, bytes): 3.15 µs per tensor with foreach, 26.4 µs with the loop; 3.15 / 26.4 = 0.12.
-#   (The loop's 26.4 µs per tensor is one call at Hopper's fitted overhead_s, 26.5 µs, at the time.)
-FOREACH_CALL_SHARE = 0.12
-
-
 @lru_cache(maxsize=64)
-def _param_tensors(compiled: Compiled) -> int:
-    """The network's trainable parameter tensors (the optimizer step's kernel calls in a per-parameter loop)."""
-    return sum(param_tensors(n) for n in compiled.nodes)
+def _trainable_layers(compiled: Compiled) -> int:
+    """The layers that hold trainable parameters (the predicted variant's optimizer step: a kernel call each)."""
+    return sum(1 for n in compiled.nodes if n.params.trainable)
 
 
 def _figure(figures: dict, work_class: str | None, default: float) -> float:
@@ -1026,28 +1014,23 @@ class Estimate:
         """The optimizer step on every trainable parameter, as the optimizer's table counts it."""
         return self.time(self.update_work())
 
-    def update_work(self, foreach: bool = True) -> Work:
-        """The optimizer step's work. The predicted variant runs it as PyTorch ≥ 2 does on CUDA (``foreach``) or
-        as a per-parameter loop (``foreach=False``: older frameworks, for the fit's rows); the other variants
-        move the table's fused update."""
+    def update_work(self) -> Work:
+        """The optimizer step's work."""
         p, opt = self.precision, optimizer(self.report.optimizer)
         trainable = self.report.compiled.trainable
-        eager = self.variant == "predicted" or bool(self.device.update_overhead)
-        if not eager:
-            nbytes = trainable * (opt.weight_accesses * (p.master or p.weight) + opt.grad_accesses * p.grad
-                                  + (opt.state_accesses * p.state if opt.states else 0))
-            return Work(None, opt.update_flops * trainable, nbytes)
-        # torch.optim's kernels one by one (or foreach's, the same operations batched) move more than the table's
-        # fused update
-        w, g, st, tmp = EAGER_ACCESSES[opt.name]
-        state = p.state or p.weight
-        nbytes = trainable * (w * (p.master or p.weight) + g * p.grad + (st + tmp) * state)
-        tensors = _param_tensors(self.report.compiled)
-        if self.variant == "predicted":
+        nbytes = trainable * (opt.weight_accesses * (p.master or p.weight) + opt.grad_accesses * p.grad
+                              + (opt.state_accesses * p.state if opt.states else 0))
+        # the predicted variant: one kernel call per layer that holds trainable parameters (eager per-parameter loop)
+        calls = _trainable_layers(self.report.compiled) if self.variant == "predicted" else 0
+        if self.variant != "predicted" and self.device.update_overhead:
+            # a calibrated CPU: torch.optim's per-parameter loop pays a fixed cost per parameter tensor, and its
+            # kernels one by one move more than the table's fused update
+            w, g, st, tmp = EAGER_ACCESSES[opt.name]
+            state = p.state or p.weight
+            nbytes = trainable * (w * (p.master or p.weight) + g * p.grad + (st + tmp) * state)
             return Work(None, opt.update_flops * trainable, nbytes,
-                        calls=tensors * FOREACH_CALL_SHARE if foreach else tensors)
-        # a calibrated CPU: torch.optim's per-parameter loop pays a fixed cost per parameter tensor
-        return Work(None, opt.update_flops * trainable, nbytes, calls=tensors, update=True)
+                        calls=sum(param_tensors(lw.node) for lw in self.work.layers), update=True)
+        return Work(None, opt.update_flops * trainable, nbytes, calls=calls)
 
     @cached_property
     def communication_s(self) -> float:

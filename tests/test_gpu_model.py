@@ -296,25 +296,27 @@ def test_a_timed_rows_extras_are_charged_to_the_fit_not_the_estimate():
     assert zero > 0 and copy > 0
 
 
-def test_optimizer_step_foreach_and_loop_by_hand(toy_params):
-    """The predicted variant's optimizer step: the bytes of torch.optim's kernels (SGD with momentum: 8 accesses
-    per parameter), and the host cost of PyTorch ≥ 2's foreach kernels (FOREACH_CALL_SHARE of a call per
-    parameter tensor) or of a per-parameter loop (one call per tensor)."""
-    from core.paleo import FOREACH_CALL_SHARE
+def test_optimizer_step_as_run_by_hand(toy_params):
+    """Screening 19 (GPU_EXP=foreach): the optimizer step as the framework runs it: the bytes of torch.optim's
+    kernels (SGD with momentum: 8 accesses per parameter), and the host cost of PyTorch ≥ 2's foreach kernels
+    (FOREACH_CALL_SHARE of a call per parameter tensor) or of a per-parameter loop (one call per tensor)."""
+    fit = _fit_module()
     e = estimate(two_layer(), TOY, batch_size=2, variant="predicted")
     # fc: weight 8·4 = 32 + bias 8 = 40 parameters in 2 tensors; relu: none
     # bytes: 40 × (weight r/w 2 + grad 1 + momentum 5) × 4 B = 40 × 8 × 4 = 1,280 B
-    foreach, loop = e.update_work(), e.update_work(foreach=False)
+    foreach, loop = fit.update_work_as_run(e, True), fit.update_work_as_run(e, False)
     assert foreach.bytes == loop.bytes == 1280
-    assert foreach.calls == pytest.approx(2 * FOREACH_CALL_SHARE) and loop.calls == 2
+    assert foreach.calls == pytest.approx(2 * fit.FOREACH_CALL_SHARE) and loop.calls == 2
     # foreach: max(1,280 B / (1e8 × 0.8) = 1.6e-5 s, 0.24 calls × 1e-5 s = 2.4e-6 s) = 1.6e-5 s (memory-bound)
-    assert e.totals["update_s"] == pytest.approx(1.6e-5)
+    assert e.time(foreach).total_s == pytest.approx(1.6e-5)
     # the loop: max(1.6e-5 s, 2 × 1e-5 s = 2e-5 s) = 2e-5 s
     assert e.time(loop).total_s == pytest.approx(2e-5)
+    # the model as it stands: one call per layer with trainable parameters (the fc), the fused update's bytes
+    assert e.update_work().calls == 1
     # Adam: (weight 2, grad 2, m and v 8, temporaries 6) accesses per parameter; fp16 model: 2 B each
     # 40 × (2 + 2 + 8 + 6) × 2 B = 1,440 B
     adam = estimate(two_layer(), TOY, batch_size=2, dtype="fp16", optimizer="adam", variant="predicted")
-    assert adam.update_work().bytes == 1440
+    assert fit.update_work_as_run(adam, True).bytes == 1440
 
 
 def test_foreach_share_is_the_measured_ratio():
@@ -324,7 +326,7 @@ def test_foreach_share_is_the_measured_ratio():
 
     import numpy as np
 
-    from core.paleo import FOREACH_CALL_SHARE
+    fit = _fit_module()
     path = Path(__file__).resolve().parent.parent / "benchmarks/data/measured/h200-2026-11-27/optimizer_steps.jsonl"
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     assert len(rows) == 16 and {r["precision"] for r in rows} == {"fp32", "bf16"}
@@ -332,9 +334,9 @@ def test_foreach_share_is_the_measured_ratio():
     a = np.array([[r["tensors"], r["elements"] * 8 * (4 if r["precision"] == "fp32" else 2)] for r in rows], float)
     per_tensor = {k: np.linalg.lstsq(a, np.array([r[k] for r in rows]) / 1e3, rcond=None)[0][0]
                   for k in ("foreach_ms", "loop_ms")}
-    assert per_tensor["foreach_ms"] == pytest.approx(3.15e-6, rel=0.01)      # the figures paleo.py's comment quotes
+    assert per_tensor["foreach_ms"] == pytest.approx(3.15e-6, rel=0.01)      # the figures the fit's comment quotes
     assert per_tensor["loop_ms"] == pytest.approx(26.4e-6, rel=0.01)
-    assert FOREACH_CALL_SHARE == round(per_tensor["foreach_ms"] / per_tensor["loop_ms"], 2)
+    assert fit.FOREACH_CALL_SHARE == round(per_tensor["foreach_ms"] / per_tensor["loop_ms"], 2)
 
 
 @pytest.mark.parametrize("framework, foreach", [
