@@ -674,9 +674,10 @@ TRIED = (
      "kernel call per parameter tensor (optimizer.step() timed alone on the H200: 3.15 µs per tensor against the "
      "loop's 26.4), a per-parameter loop (one call per tensor) for older frameworks, and torch.optim's bytes (8 "
      "accesses for SGD with momentum, against the fused 5), after 18", (0.1922, 0.484), (0.1957, 0.507),
-     "no: all four worse; the model's one call per layer overcharges ResNet-50's foreach step ~6× on Hopper, and "
-     "that made up for training steps otherwise too fast (in sample, the Hopper rows' inference is 16 % too slow "
-     "and their training steps 12 % too fast)"),
+     "no: all four worse; the model's one call per layer charges the step a median 3× its measured foreach time "
+     "on the H200 (optimizer_step_check.py --compare), and that made up for training steps otherwise too fast "
+     "(in sample with 19's parameters, the Hopper rows' inference 16 % too slow, their training steps 12 % too "
+     "fast)"),
 )
 
 
