@@ -44,7 +44,7 @@ from common import quick_main
 from core import gpu_model, zoo
 from core.devices import load_devices
 from core.graph import compile_network
-from core.paleo import EAGER_ACCESSES, Estimate, Work, param_tensors
+from core.paleo import Estimate, Work, eager_update_bytes, param_tensors
 from core.precision import optimizer
 from core.report import Report
 
@@ -181,12 +181,10 @@ FOREACH_CALL_SHARE = 0.12
 
 def update_work_as_run(e: Estimate, foreach: bool) -> Work:
     """The optimizer step's work as the framework runs it (screening: GPU_EXP=foreach)."""
-    p, opt = e.precision, optimizer(e.report.optimizer)
-    w, g, st, tmp = EAGER_ACCESSES[opt.name]
+    opt = optimizer(e.report.optimizer)
     trainable = e.report.compiled.trainable
-    nbytes = trainable * (w * (p.master or p.weight) + g * p.grad + (st + tmp) * (p.state or p.weight))
     tensors = sum(param_tensors(n) for n in e.report.compiled.nodes)
-    return Work(None, opt.update_flops * trainable, nbytes,
+    return Work(None, opt.update_flops * trainable, eager_update_bytes(trainable, e.precision, opt.name),
                 calls=tensors * FOREACH_CALL_SHARE if foreach else tensors)
 
 

@@ -127,6 +127,12 @@ def _layer_work(n: NodeInfo, fused: bool) -> LayerWork:
 EAGER_ACCESSES = {"sgd": (2, 1, 0, 0), "sgd_momentum": (2, 1, 5, 0), "adam": (2, 2, 8, 6), "adamw": (4, 2, 8, 6)}
 
 
+def eager_update_bytes(trainable: int, p: Precision, opt_name: str) -> float:
+    """Bytes torch.optim's kernels move for ``trainable`` parameters, one by one or batched (EAGER_ACCESSES)."""
+    w, g, st, tmp = EAGER_ACCESSES[opt_name]
+    return trainable * (w * (p.master or p.weight) + g * p.grad + (st + tmp) * (p.state or p.weight))
+
+
 def param_tensors(n: NodeInfo) -> int:
     """The trainable parameter tensors of a node, as ``module.parameters()`` lists them: none without trainable
     parameters; a normalization's weight and bias (``affine``/``elementwise_affine``); else a weight, and a bias
@@ -1025,10 +1031,7 @@ class Estimate:
         if self.variant != "predicted" and self.device.update_overhead:
             # a calibrated CPU: torch.optim's per-parameter loop pays a fixed cost per parameter tensor, and its
             # kernels one by one move more than the table's fused update
-            w, g, st, tmp = EAGER_ACCESSES[opt.name]
-            state = p.state or p.weight
-            nbytes = trainable * (w * (p.master or p.weight) + g * p.grad + (st + tmp) * state)
-            return Work(None, opt.update_flops * trainable, nbytes,
+            return Work(None, opt.update_flops * trainable, eager_update_bytes(trainable, p, opt.name),
                         calls=sum(param_tensors(lw.node) for lw in self.work.layers), update=True)
         return Work(None, opt.update_flops * trainable, nbytes, calls=calls)
 
