@@ -170,7 +170,7 @@ def _model_line(est) -> str:
     if est.variant == "predicted":
         e = est.typical_error
         terms = ("compute, memory and launch overhead (the host's cost per kernel call, as fitted; a cuDNN or "
-                 "cuBLAS call's a fitted multiple of it)"
+                 "cuBLAS call's a fitted multiple of it, a call under autograd another)"
                  if est.launch == "eager" else
                  "compute and memory (CUDA Graphs: no per-kernel host cost; untested: the fit saw eager runs only)")
         return (f"Time model:     predicted, typically ±{e['median'] * 100:.0f} % (1 in 10 off by more than "
@@ -243,7 +243,8 @@ def format_estimate(est) -> str:
            f"Forward:        {_seconds(t['forward_s'])}{_beside_bound(est, 'forward_s')}  {forward_detail}"
            f"  → {_throughput(t['inference_samples_per_s'])}",
            *([f"Train forward:  {_seconds(t['training_forward_s'])} (the forward inside a training step: train "
-                "mode, autograd recording; calibrated)"] if t["training_forward_s"] != t["forward_s"] else []),
+                f"mode, autograd recording; {est.train_forward_basis})"]
+             if t["training_forward_s"] != t["forward_s"] else []),
            f"Backward:       {_seconds(t['backward_s'])}{_beside_bound(est, 'backward_s')}",
            f"Weight update:  {_seconds(t['update_s'])}{_beside_bound(est, 'update_s')} ({est.report.optimizer})"]
     if est.workers > 1:

@@ -6,6 +6,7 @@ Per layer and pass, on the estimator's one path (``core.paleo``: work → terms 
     memory   = bytes / (bandwidth × memory efficiency)
     overhead = kernel calls × per-call overhead (eager PyTorch's dispatch and launch on the host)
                × ``library_overhead`` for a conv or linear kernel (a cuDNN / cuBLAS call costs the host more)
+               × ``autograd_overhead`` for a call under autograd: a training step's forward and the backward
     time     = max(compute, memory, overhead)
 Estimates compute these over all of a network's kernels at once (``kernel_seconds``, numpy), in the same order of
 operations as the per-work functions, so the numbers are theirs to the bit (tests/test_gpu_model_fast.py).
@@ -24,6 +25,11 @@ Every factor but the wave efficiency is a named parameter, fitted per GPU archit
   N·H_in·W_in × C_in tiles, at the ``backward`` factor) and the weight gradient (wgrad, at ``backward_weight``),
   each reading the output gradient (``core.paleo.Estimate._layer_parts``). One factor for both fitted worse
   (same rows, full fit: LOSO 16.6 % / 46.5 %, LOGO 18.2 % / 49.2 %; docs/benchmarks.md has the split's).
+* A training step's forward is not an inference forward (``Estimate.train_forward``): autograd records its calls,
+  each at ``autograd_overhead`` × the per-call overhead, as the backward's are. Fitted, not assumed: at batch 1,
+  where the host's per-call cost limits the passes, this project's H100 and H200 training steps took 1.29–1.34× an
+  inference pass's time per kernel call the model counts, in every precision (docs/benchmarks.md). Train-mode
+  batch norm's extra pass over its input was tried on top of it and not kept (docs/benchmarks.md, tried 21).
 * The optimizer step: per-parameter work at the same terms, one kernel call per layer that holds trainable
   parameters (PyTorch's eager per-parameter loop).
 
@@ -76,6 +82,10 @@ PARAMETERS = (
     # elementwise kernel's launch
     ("library_overhead", "factor on the per-call overhead of a convolution or matrix-multiply kernel (a cuDNN or "
                          "cuBLAS call)", 1.0, 10.0),
+    # at least 1: a call autograd records (a training step's forward) or runs (the backward) costs the host no less
+    # than the same call under no_grad
+    ("autograd_overhead", "factor on the per-call overhead of a kernel called under autograd: a training step's "
+                          "forward (graph recorded) and the backward (the engine's nodes)", 1.0, 3.0),
 )
 PARAM_NAMES = tuple(p[0] for p in PARAMETERS)
 COMPUTE_CLASSES = ("conv", "grouped_conv", "linear")     # other classes of work: compute at the peak (memory-bound)
@@ -177,21 +187,25 @@ def memory_s(w: "Work", e: "Estimate") -> float:
 
 
 def overhead_s(w: "Work", e: "Estimate") -> float:
-    """Kernel calls × the per-call overhead; a conv or linear kernel's × ``library_overhead`` (a parameter set
-    written before it had one: 1)."""
+    """Kernel calls × the per-call overhead; a conv or linear kernel's × ``library_overhead``; a call under
+    autograd (a backward work, a training step's forward) × ``autograd_overhead`` (a parameter set written before
+    it had either: 1)."""
     t = w.calls * e.model_params["overhead_s"]
     if compute_class(w.work_class):
         t = t * e.model_params.get("library_overhead", 1.0)
+    if w.backward or w.train:
+        t = t * e.model_params.get("autograd_overhead", 1.0)
     return t
 
 
 def kernel_seconds(k, peak: float, bandwidth: float, p: dict, compute: str, sm_count: int | None,
-                   overhead: bool = True) -> dict | None:
+                   overhead: bool = True, train: bool = False) -> dict | None:
     """``compute_s``, ``memory_s``, ``overhead_s`` and their max over many kernels at once: the arrays of
     ``core.paleo.Kernels`` (one entry per kernel; numpy, imported here so that ``import core`` does not load it).
     The same formulas as the functions above, each operation in the same order, so every time equals the
     per-``Work`` path's to the last bit (IEEE operations on the same operands). ``overhead`` False: CUDA Graphs (no
-    overhead term). None where a time is not a finite number: the per-work path then raises, naming the work."""
+    overhead term). ``train``: the forward kernels are a training step's (under autograd, as the backward's are).
+    None where a time is not a finite number: the per-work path then raises, naming the work."""
     import numpy as np
 
     # efficiency(): class × tensor-core factor × backward factor × wave (a factor of 1.0 leaves a float unchanged)
@@ -203,11 +217,14 @@ def kernel_seconds(k, peak: float, bandwidth: float, p: dict, compute: str, sm_c
         if sm_count:             # wave_efficiency(): tiles / (⌈tiles / SMs⌉ · SMs), 1 without tiles
             t = k.tiles
             eff = eff * np.where(t > 0, t / (np.ceil(t / sm_count) * sm_count), 1.0)
+        ov = np.zeros_like(k.calls)
+        if overhead:        # overhead_s(): calls × per call × library factor, then × autograd factor
+            ov = k.calls * p["overhead_s"] * \
+                np.array([p.get("library_overhead", 1.0)] * len(COMPUTE_CLASSES) + [1.0])[k.work_class]
+            graded = np.ones_like(k.kind, dtype=bool) if train else k.kind > 0
+            ov = np.where(graded, ov * p.get("autograd_overhead", 1.0), ov)
         out = {"compute": np.where(k.flops != 0, k.flops / (peak * eff), 0.0),
-               "memory": k.bytes / (bandwidth * p["memory"]),
-               "overhead": (k.calls * p["overhead_s"]
-                            * np.array([p.get("library_overhead", 1.0)] * len(COMPUTE_CLASSES) + [1.0])[k.work_class]
-                            if overhead else np.zeros_like(k.calls))}
+               "memory": k.bytes / (bandwidth * p["memory"]), "overhead": ov}
         out["total"] = np.maximum(np.maximum(out["compute"], out["memory"]), out["overhead"])   # combine()
     if not all(np.isfinite(v).all() for v in out.values()):
         return None

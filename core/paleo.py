@@ -463,7 +463,7 @@ class PredictedTimes:
 
     TERMS = ("compute", "memory", "overhead", "total")
 
-    def __init__(self, work: PredictedWork, seconds: dict):
+    def __init__(self, work: PredictedWork, seconds: dict, train_seconds: dict):
         import numpy as np
 
         self.work = work
@@ -472,13 +472,17 @@ class PredictedTimes:
         self.kernels = s
         self.forward_layers = s[:, :L]
         self.backward_layers = s[:, L:2 * L] + s[:, 2 * L:]        # + 0.0 where the second kernel is empty
+        # a training step's forward: the forward kernels under autograd (``kernel_seconds(train=True)``)
+        self.train_forward_layers = np.stack([train_seconds[t] for t in self.TERMS])[:, :L]
 
     def pass_time(self, which: str) -> PassTime:
+        """``which``: forward, train_forward (a training step's forward) or backward."""
         import numpy as np
 
-        layers = self.forward_layers if which == "forward" else self.backward_layers
+        layers = {"forward": self.forward_layers, "train_forward": self.train_forward_layers}.get(
+            which, self.backward_layers)
         c, m, o, t = (np.add.accumulate(layers, axis=1)[:, -1].tolist() if self.work.layers else [0.0] * 4)
-        flops, nbytes = self.work.totals[which]
+        flops, nbytes = self.work.totals["forward" if which == "train_forward" else which]
         return PassTime(flops, nbytes, 0, c, m, 0.0, o, t)
 
     def layer_times(self, layers: tuple[LayerWork, ...]) -> tuple[LayerTime, ...]:
@@ -506,7 +510,7 @@ class PredictedTimes:
         import numpy as np
 
         L, out = self.work.layers, {}
-        for which, seconds in (("forward", self.forward_layers),
+        for which, seconds in (("forward", self.forward_layers), ("train_forward", self.train_forward_layers),
                                ("backward", np.stack([self.kernels[:, L:2 * L], self.kernels[:, 2 * L:]],
                                                      axis=2).reshape(4, -1))):   # l0 k1, l0 k2, l1 k1, …
             c, m, o, t = seconds
@@ -927,15 +931,17 @@ class Estimate:
         """The predicted variant's works per layer: one, or in the backward pass of a conv or linear layer with
         trainable weights two GEMMs, the input gradient (dgrad: dy·W, tiles of N·H_in·W_in × C_in) and the weight
         gradient (wgrad: dyᵀ·x, its own efficiency), each a kernel call reading dy."""
+        src = "forward" if which == "train_forward" else which
         if works is None:
-            works = [self._at_batch(getattr(lw, which), lw.work_class, self._flops(lw, getattr(lw, which).flops))
+            works = [self._at_batch(getattr(lw, src), lw.work_class, self._flops(lw, getattr(lw, src).flops))
                      for lw in self.work.layers]
         n, p, out = self.report.batch_size, self.precision, []
         for lw, w in zip(self.work.layers, works):
             node = lw.node
             w = Work(w.work_class, w.flops, w.bytes, w.fresh_bytes, w.calls,      # (replace() costs 3× more)
-                     gpu_model.layer_tiles(node, n), which == "backward")
-            if which == "forward" or not (w.flops and node.bwd_weight_flops and gpu_model.compute_class(lw.work_class)):
+                     gpu_model.layer_tiles(node, n), which == "backward", train=which == "train_forward")
+            if which != "backward" or not (w.flops and node.bwd_weight_flops
+                                           and gpu_model.compute_class(lw.work_class)):
                 out.append((w,))
                 continue
             wflops = w.flops * node.bwd_weight_flops / lw.backward.flops     # the conv algorithm's factor kept
@@ -956,13 +962,16 @@ class Estimate:
         """A pass's total. PALEO adds its terms, so layers whose class of work the device gives the same figures
         (efficiency, per-call overhead) can be timed as one work: the same sum, a few divisions instead of one per
         layer. The roofline variant takes a max per layer. ``which``: forward, backward, or train_forward (the
-        forward's work at a calibrated CPU's training-forward figures)."""
+        forward's work at a calibrated CPU's training-forward figures, or the predicted variant's
+        ``_layer_parts("train_forward")``)."""
         train = which == "train_forward"
         if train:
             which = "forward"
         if self.variant == "predicted":     # the layers' rows added (a layer may be two kernels)
             if self._predicted is not None:
-                return self._predicted.pass_time(which)
+                return self._predicted.pass_time("train_forward" if train else which)
+            if train:
+                return sum(self._train_forward_layers(), PassTime())
             return sum((getattr(lt, which) for lt in self.layer_times), PassTime())
         if self.variant == "roofline" or self.grain:     # a max per layer, or a layer's size decides its rate
             works = self._layer_works(which)
@@ -1009,11 +1018,29 @@ class Estimate:
     def train_forward(self) -> PassTime:
         """A training step's forward: train mode with autograd recording, at a calibrated CPU's training-forward
         figures (``train_efficiency``, ``train_overhead``; its forward runs ~1.3–2× the inference one on our
-        machine); the inference forward where the device has none."""
+        machine), or in the predicted variant each call at the fitted ``autograd_overhead``; the inference forward
+        where the device has neither."""
         d = self.device
-        if self.variant == "predicted" or not (d.train_efficiency or d.train_overhead):
+        if self.variant == "predicted":
+            return self._pass("train_forward")
+        if not (d.train_efficiency or d.train_overhead):
             return self.forward
         return self._pass("train_forward")
+
+    def _train_forward_layers(self) -> list[PassTime]:
+        """The predicted variant's training-forward time per layer, one ``Work`` at a time: the forward's works
+        under autograd (``gpu_model.overhead_s``; the reference path)."""
+        return [sum((self.time(w) for w in parts), PassTime()) for parts in self._layer_parts("train_forward")]
+
+    @property
+    def train_forward_basis(self) -> str:
+        """Why a training step's forward differs from the inference one, in words (the CLI and the app show it)."""
+        if self.variant != "predicted":
+            return "calibrated"
+        factor = self.model_params.get("autograd_overhead", 1.0)
+        if factor != 1.0 and self._has("overhead"):
+            return f"each kernel call's overhead × {factor:.2f}, the fitted autograd factor"
+        return "as the inference forward"
 
     @cached_property
     def update(self) -> PassTime:
@@ -1061,9 +1088,13 @@ class Estimate:
         work = predicted_work(self.report.compiled, self.fused, self.report.batch_size, self.precision)
         if work is None:
             return None
-        seconds = gpu_model.kernel_seconds(work.kernels, self.peak, self.bandwidth, self.model_params,
-                                           self.precision.compute, self.device.sm_count, self._has("overhead"))
-        return PredictedTimes(work, seconds) if seconds is not None else None
+        args = (work.kernels, self.peak, self.bandwidth, self.model_params, self.precision.compute,
+                self.device.sm_count, self._has("overhead"))
+        seconds = gpu_model.kernel_seconds(*args)
+        train = gpu_model.kernel_seconds(*args, train=True)        # its first L kernels: a training step's forward
+        if seconds is None or train is None:
+            return None
+        return PredictedTimes(work, seconds, train)
 
     @cached_property
     def layer_times(self) -> tuple[LayerTime, ...]:
@@ -1177,7 +1208,13 @@ class Estimate:
         the variant takes a max per layer (predicted); under PALEO's sum they say which term each layer is mostly."""
         if self._predicted is not None:
             return self._predicted.limited_by()
-        return self._limited_by(self.layer_times)
+        out = self._limited_by(self.layer_times)
+        if self.variant == "predicted":         # a training step's forward, each layer to its limiting term
+            acc = dict.fromkeys(("compute", "memory", "overhead", "none"), 0.0)
+            for t in self._train_forward_layers():
+                acc[limiting_term(t)] += t.total_s
+            out = {"forward": out["forward"], "train_forward": acc, "backward": out["backward"]}
+        return out
 
     @staticmethod
     def _limited_by(layer_times: tuple[LayerTime, ...]) -> dict:

@@ -82,6 +82,67 @@ def test_library_overhead_in_a_whole_estimate_by_hand(monkeypatch):
     assert [r["forward_s"] for r in e.layers] == pytest.approx([3e-5, 1e-5])
 
 
+def test_calls_under_autograd_cost_the_host_more_by_hand(monkeypatch):
+    """``autograd_overhead`` multiplies the per-call overhead of a call made under autograd: every backward work,
+    and a training step's forward (``Work.train``); an inference forward and the optimizer step keep the plain cost.
+    A parameter set without it (written before it existed) uses 1, and then the training forward is the forward."""
+    e = SimpleNamespace(model_params={**TOY_PARAMS, "library_overhead": 3.0, "autograd_overhead": 1.5})
+    # elementwise, 2 calls: inference 2 × 1e-5 = 2e-5 s; backward or training forward 2e-5 × 1.5 = 3e-5 s
+    assert gm.overhead_s(Work("elementwise", 0, 0, calls=2), e) == pytest.approx(2e-5)
+    assert gm.overhead_s(Work("elementwise", 0, 0, calls=2, backward=True), e) == pytest.approx(3e-5)
+    assert gm.overhead_s(Work("elementwise", 0, 0, calls=2, train=True), e) == pytest.approx(3e-5)
+    # a conv call in a backward: 1e-5 × 3 library × 1.5 autograd = 4.5e-5 s
+    assert gm.overhead_s(Work("conv", 0, 0, calls=1, backward=True), e) == pytest.approx(4.5e-5)
+    # the optimizer step (no class, not under autograd): 1e-5 s
+    assert gm.overhead_s(Work(None, 0, 0, calls=1), e) == pytest.approx(1e-5)
+    monkeypatch.setattr(gm, "load_params", lambda: {"generations": {"volta": {**TOY_PARAMS,
+                                                                              "autograd_overhead": 1.5}}})
+    est = estimate(two_layer(), TOY, batch_size=2, variant="predicted")
+    # inference forward (test_predicted_estimate_by_hand): fc max(2.56e-6, 3.2e-6, 1e-5) + act max(1.6e-8,
+    # 1.6e-6, 1e-5) = 2e-5 s; a training step's forward: each call 1e-5 × 1.5 = 1.5e-5 s (still above compute and
+    # memory), 2 × 1.5e-5 = 3e-5 s
+    t = est.totals
+    assert t["forward_s"] == pytest.approx(2e-5)
+    assert t["training_forward_s"] == pytest.approx(3e-5)
+    assert t["training_step_s"] == pytest.approx(3e-5 + t["backward_s"] + t["update_s"])
+    assert est.limited_by["train_forward"]["overhead"] == pytest.approx(3e-5)
+    # backward: fc is the first layer (no input gradient): its wgrad, 72 × 2 = 144 FLOPs / (1e9 × 0.5 × 0.25 ×
+    # 0.1) = 1.152e-5 s against 1.5e-5 s overhead → 1.5e-5 s; the relu's backward: 1.5e-5 s → 3e-5 s
+    assert t["backward_s"] == pytest.approx(3e-5)
+    assert "1.50, the fitted autograd factor" in est.train_forward_basis
+    # under CUDA Graphs no host overhead is paid: the training forward is the forward
+    graphs = estimate(two_layer(), TOY, batch_size=2, variant="predicted", launch="cuda_graphs")
+    assert graphs.totals["training_forward_s"] == graphs.totals["forward_s"]
+
+
+def test_the_cli_prints_a_predicted_training_forward_with_its_factor():
+    """With the fitted file: a GPU's training step runs its forward at the fitted autograd factor, and the CLI
+    prints that forward on its own line, so forward + backward + update add up to the printed step."""
+    from core import zoo
+    from core.cli import format_estimate
+
+    est = estimate(zoo.get("resnet18"), "v100-sxm2", batch_size=1, variant="predicted")
+    factor = est.model_params["autograd_overhead"]
+    assert factor > 1.0          # the fit's lower bound is 1; the H100 and H200 rows put it above
+    t = est.totals
+    # at batch 1 every kernel of ResNet-18 on a V100 is launch-bound or close: the training forward is slower
+    assert t["forward_s"] < t["training_forward_s"] <= factor * t["forward_s"] * (1 + 1e-12)
+    lines = format_estimate(est).splitlines()
+    line = next(ln for ln in lines if ln.startswith("Train forward:"))
+    assert f"× {factor:.2f}, the fitted autograd factor" in line, line
+    # the printed train forward + backward + update is the printed step (each rounded to 0.001 ms)
+    ms = {ln.split(":")[0]: float(ln.split(":")[1].split()[0]) for ln in lines
+          if ln.split(":")[0] in ("Train forward", "Backward", "Weight update", "Training step")}
+    assert ms["Train forward"] + ms["Backward"] + ms["Weight update"] == pytest.approx(ms["Training step"], abs=2e-3)
+
+
+def test_without_the_autograd_factor_the_training_forward_is_the_forward(toy_params):
+    e = estimate(two_layer(), TOY, batch_size=2, variant="predicted")
+    assert e.train_forward == e.forward
+    assert e.train_forward_basis == "as the inference forward"
+    assert e.limited_by["train_forward"] == e.limited_by["forward"]
+
+
 def two_layer() -> Network:
     return Network.make("two", {"x": (4,)}, [Node.make("fc", "linear", "x", out_features=8),
                                              Node.make("act", "relu", "fc")])
@@ -141,8 +202,9 @@ def test_predicted_rows_sum_to_totals():
     t = e.totals
     assert sum(lt.forward.total_s for lt in e.layer_times) == pytest.approx(t["forward_s"])
     assert sum(lt.backward.total_s for lt in e.layer_times) == pytest.approx(t["backward_s"])
-    assert t["training_step_s"] == pytest.approx(t["forward_s"] + t["backward_s"] + t["update_s"])
     assert t["update_s"] > 0 and t["forward_overhead_s"] > 0
+    # a training step's forward takes longer than inference's (batch norm's statistics pass, autograd), never less
+    assert t["training_forward_s"] > t["forward_s"]
 
 
 def test_winograd_in_fp32_only():
@@ -240,6 +302,44 @@ def _fit_module():
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
     import fit_gpu_model
     return fit_gpu_model
+
+
+def test_call_cost_by_pass_by_hand():
+    """The table behind ``autograd_overhead``: measured time per counted kernel call at batch 1, inference against
+    the training step, only this project's measured rows."""
+    import numpy as np
+    fit = _fit_module()
+    rows = [{"source_id": "measured-x", "batch": 1, "precision": "fp32", "pass": "inference"},
+            {"source_id": "measured-x", "batch": 1, "precision": "fp32", "pass": "training_step"},
+            {"source_id": "published", "batch": 1, "precision": "fp32", "pass": "training_step"},
+            {"source_id": "measured-x", "batch": 8, "precision": "fp32", "pass": "inference"}]
+    # row 0: a conv call (× library 4) and 2 elementwise calls: 6 counted calls, 60 µs → 10 µs a call
+    # row 1: 2 conv calls and 12 others: 20 calls, 260 µs → 13 µs a call; ratio 13 / 10 = 1.3
+    # rows 2 and 3 (published; batch 8) are not counted whatever they take
+    f = {"row": np.array([0, 0, 1, 1, 2, 3]), "calls": np.array([1, 2, 2, 12, 1, 1]),
+         "cls": np.array([0, 3, 0, 3, 3, 3]), "measured_s": np.array([60e-6, 260e-6, 1.0, 1.0]), "n": 4}
+    (inf, train, ratio), = fit.call_cost_by_pass(rows, f, 4.0).values()
+    assert inf == pytest.approx(10e-6) and train == pytest.approx(13e-6) and ratio == pytest.approx(1.3)
+
+
+def test_the_fits_prediction_is_the_estimates_for_every_pass(monkeypatch):
+    """The fit's numpy prediction (``predict``, timed regions' extras left out) equals ``Estimate(variant=
+    "predicted")`` read as the row's pass says (``pass_seconds``), for one row of each pass and framework in the
+    dataset: inference, a training step, and Torch7's forward, backward and forward + backward."""
+    import numpy as np
+    fit = _fit_module()
+    rows, _ = fit.load_rows()
+    picked: dict = {}
+    for r in rows:
+        picked.setdefault((r["pass"], r["framework"].split()[0]), r)
+    sub = list(picked.values())
+    assert {r["pass"] for r in sub} == {"inference", "forward", "backward", "forward_backward", "training_step"}
+    params = {n: v * 1.1 for n, v in fit.START.items()}          # not the file's: any parameters must agree
+    params["autograd_overhead"] = 1.4
+    monkeypatch.setattr(gm, "load_params", lambda: {"generations": {r["generation"]: params for r in rows}})
+    f = fit.features(sub)
+    vec = np.array([params[n] for n in fit.NAMES])
+    assert fit.check_against_estimate(sub, f, {"all": vec, **{r["generation"]: vec for r in sub}}, k=len(sub)) < 1e-12
 
 
 def test_zero_grad_in_the_timed_region_by_hand(toy_params):

@@ -33,6 +33,8 @@ CASES = [      # network, device, batch, dtype, settings: Winograd (fp32), tenso
     ("squeezenet1_0", "v100-sxm2", 64, "fp32", {"launch": "cuda_graphs"}),
     ("mnist_cnn", "k80", 5, "fp32", {"fused": True}),     # linear layers, Kepler
     ("mnist_cnn", "rtx-3090", 2, "fp16", {"optimizer": "adam"}),
+    ("resnet18", "v100-sxm2", 4, "fp32", {"fused": True, "launch": "cuda_graphs"}),   # no host overhead at all
+    ("resnet18", "h100-sxm", 2, "mixed", {}),             # Hopper's autograd factor
 ]
 
 
@@ -46,7 +48,7 @@ def test_array_path_equals_per_work_path(name, device, batch, dtype, settings):
     assert e.layer_times == ref.layer_times
     # the kernels of split backward passes (conv, linear: input and weight gradients) are there, and some are
     assert any(lt.backward_kernels for lt in e.layer_times)
-    assert e.forward == ref.forward and e.backward == ref.backward
+    assert e.forward == ref.forward and e.backward == ref.backward and e.train_forward == ref.train_forward
     assert e.limited_by == ref.limited_by
     assert e.totals == ref.totals
     # the JSON contract: same values and same types (an integral FLOP count stays an int)

@@ -133,6 +133,7 @@ def test_the_cli_prints_the_training_forward_only_where_it_differs():
     text = format_estimate(estimate(three(), dev, batch_size=2))
     line = next(ln for ln in text.splitlines() if ln.startswith("Train forward:"))
     assert line.startswith("Train forward:  0.050 ms"), line
+    assert line.endswith("autograd recording; calibrated)"), line
     assert not any(ln.startswith("Train forward:")
                    for ln in format_estimate(estimate(three(), BACKWARD, batch_size=2)).splitlines())
 

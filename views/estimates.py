@@ -44,7 +44,10 @@ def _vs_bound(key: str) -> str | None:
 
 
 c1, c2, c3, c4 = st.columns(4)
-c1.metric("Forward", f"{t['forward_s'] * 1e3:,.3f} ms", help=_vs_bound("forward_s"))
+_train_fwd = (f"Inference (no autograd). The forward inside a training step: {t['training_forward_s'] * 1e3:,.3f} "
+              f"ms ({est.train_forward_basis})." if t["training_forward_s"] != t["forward_s"] else None)
+c1.metric("Forward", f"{t['forward_s'] * 1e3:,.3f} ms",
+          help=" ".join(x for x in (_vs_bound("forward_s"), _train_fwd) if x) or None)
 c2.metric("Backward", f"{t['backward_s'] * 1e3:,.3f} ms", help=_vs_bound("backward_s"))
 c3.metric("Training step", f"{t['training_step_s'] * 1e3:,.3f} ms", help=_vs_bound("training_step_s"))
 c4.metric("Training throughput", f"{t['samples_per_s']:,.0f}/s" if t["samples_per_s"] else "—",
@@ -63,13 +66,17 @@ tab_parts, tab_batch, tab_devices, tab_conv, tab_dp = st.tabs(
     key="estimates_tab", on_change="rerun")
 
 if tab_parts.open and est.variant == "predicted":
-    lim = {**est.limited_by, "update": {limiting_term(est.update): est.update.total_s}}
+    lim = {**est.limited_by, "training_forward": est.limited_by["train_forward"],
+           "update": {limiting_term(est.update): est.update.total_s}}
     dataframe(pd.DataFrame([
         {"pass": label, "limited by compute ms": lim[which].get("compute", 0.0) * 1e3,
          "limited by memory ms": lim[which].get("memory", 0.0) * 1e3,
          "limited by launch overhead ms": lim[which].get("overhead", 0.0) * 1e3, "total ms": t[f"{which}_s"] * 1e3,
          "PALEO bound ms": bound[f"{which}_s"] * 1e3}
-        for which, label in (("forward", "forward"), ("backward", "backward"), ("update", "weight update"))]),
+        for which, label in (("forward", "forward"),
+                             *([("training_forward", "forward in a training step")]
+                               if t["training_forward_s"] != t["forward_s"] else []),
+                             ("backward", "backward"), ("update", "weight update"))]),
         key="breakdown", container=tab_parts, column_config={c: st.column_config.NumberColumn(format="%.3f") for c in (
             "limited by compute ms", "limited by memory ms", "limited by launch overhead ms", "total ms",
             "PALEO bound ms")})
@@ -77,7 +84,8 @@ if tab_parts.open and est.variant == "predicted":
                       "efficiency fitted for its class of work, precision and pass, × the share of the GPU its "
                       "tiles fill), its memory time (bytes at the fitted share of the bandwidth) and its launch "
                       "overhead (the framework's host cost per kernel call, fitted: eager PyTorch for most "
-                      "generations, a cuDNN or cuBLAS call a fitted multiple of it; none under CUDA Graphs). A "
+                      "generations, a cuDNN or cuBLAS call a fitted multiple of it, a call under autograd (a "
+                      "training step's forward, the backward) another; none under CUDA Graphs). A "
                       "column adds up the layers that term "
                       "limits. 3×3 stride-1 convolutions in fp32 run as Winograd, as cuDNN picks them.")
 elif tab_parts.open:
@@ -92,7 +100,7 @@ elif tab_parts.open:
             "ms": (t["forward_overhead_s"] + t["backward_overhead_s"]) * 1e3}]
           if t["forward_overhead_s"] or t["backward_overhead_s"] else []),
         {"part": "weight update", "ms": t["update_s"] * 1e3},
-        *([{"part": "forward inside the training step (train mode, autograd; calibrated)",
+        *([{"part": f"forward inside the training step (train mode, autograd; {est.train_forward_basis})",
             "ms": t["training_forward_s"] * 1e3}] if t["training_forward_s"] != t["forward_s"] else []),
     ]), key="breakdown", container=tab_parts)
     tab_parts.caption("PALEO: each layer takes compute time (FLOPs / (PPP × peak)) plus memory time (bytes read "
