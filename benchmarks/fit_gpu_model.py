@@ -56,16 +56,20 @@ HI = np.array([p[3] for p in gpu_model.PARAMETERS])
 START = {"conv": 0.5, "grouped_conv": 0.1, "linear": 0.5, "tensor_tf32": 0.5, "tensor_fp16": 0.3, "memory": 0.7,
          "overhead_s": 2e-5, "backward": 0.8, "backward_weight": 0.8, "library_overhead": 1.5, "autograd_overhead": 1.3}
 SHRINK = 0.02            # pull of a generation's parameters toward the all-rows set, per unit |log ratio|
+# screening (GPU_EXP=fewrows): below this many rows a generation's pull grows as 1 / rows (a prior worth a fixed
+# number of rows, so 4 rows cannot move a generation far)
+SHRINK_ROWS = 100
 CLASS = {"conv": 0, "grouped_conv": 1, "linear": 2}          # other classes: index 3, efficiency 1
 TC = {"tf32": 1, "fp16": 2, "bf16": 2}                       # tensor-core factor used: 0 none
 TARGET_MEDIAN, TARGET_P90 = 0.15, 0.35
 COMPUTE_OF = {"mixed": "fp16"}           # a dataset precision → the compute precision its math runs in
 # screening switches for the "what was tried" table (GPU_EXP=queue,views,smalltile,graph,bias,cudnn,dwcuda,
-# bntrain,infov,foreach): not the model
+# bntrain,infov,foreach,dwbwd,fewrows,amp): not the model
 EXP = set(filter(None, os.environ.get("GPU_EXP", "").split(",")))
 EXTRA: tuple = ((("small_tile", 0.2, 1.0, 0.7),) if "smalltile" in EXP else ()) + \
     ((("graph_overhead", 0.02, 1.0, 0.5),) if "graph" in EXP else ()) + \
-    ((("inference_overhead", 0.2, 1.0, 0.7),) if "infov" in EXP else ())    # screening only
+    ((("inference_overhead", 0.2, 1.0, 0.7),) if "infov" in EXP else ()) + \
+    ((("depthwise_backward", 0.002, 1.0, 0.05),) if "dwbwd" in EXP else ())    # screening only
 # "graph": a factor on the per-kernel overhead of the rows not timed in eager PyTorch (MXNet, TensorFlow, Caffe,
 # Torch7: a runtime that runs a graph, or Lua's thinner dispatch), so PyTorch's overhead is not fitted to them
 NAMES = NAMES + tuple(e[0] for e in EXTRA)
@@ -228,7 +232,7 @@ def features(rows: list[dict]) -> dict:
     """One array entry per (row, layer work): what the model's terms read, with the row it adds to."""
     compiled: dict = {}
     keys = ("row", "pidx", "flops", "bytes", "calls", "views", "cls", "tc", "bwd", "wgrad", "wave", "wave64",
-            "wave32", "peak", "bw", "eager", "infer")
+            "wave32", "peak", "bw", "eager", "infer", "dwb")
     cols = {k: [] for k in keys}
     paleo_s, copy_s = [], []
     for i, r in enumerate(rows):
@@ -261,6 +265,16 @@ def features(rows: list[dict]) -> dict:
                     items.append((0, Work(None, out, 2 * out * prec.activation, calls=1), None, "bias"))
                 if r["pass"] in ("backward", "forward_backward", "training_step") and node.params.trainable:
                     items.append((1, Work(None, out, out * prec.activation, calls=1, backward=True), None, "bias"))
+        if "amp" in EXP and r["precision"] == "mixed":
+            # screening: autocast casts each fp32 parameter of a conv or linear layer to fp16 in every forward (one
+            # kernel per tensor: read 4 bytes, write 2), and autograd casts its gradient back in the backward
+            for lw in e.work.layers:
+                k = param_tensors(lw.node) if gpu_model.compute_class(lw.work_class) else 0
+                if k:
+                    nb = lw.node.params.trainable * 6
+                    items.append((0, Work("elementwise", 0, nb, calls=k), None, "cast"))
+                    if r["pass"] in ("backward", "forward_backward", "training_step"):
+                        items.append((1, Work("elementwise", 0, nb, calls=k, backward=True), None, "cast"))
         if "zero_grad" in timed_extras(r) and r["pass"] in ("backward", "forward_backward", "training_step"):
             items += [(3, w, None, "zero") for w in zero_grad_works(e)]
         if r["pass"] == "training_step":
@@ -301,6 +315,11 @@ def features(rows: list[dict]) -> dict:
             # screening: a depthwise conv on CUDA cores whatever the precision (no tensor-core kernel: on an H200
             # a depthwise network's bf16 training step took as long as its fp32 one)
             cuda_core = "dwcuda" in EXP and tc and w.work_class == "depthwise_conv"
+            # screening: a depthwise conv's backward kernels at their own share of the CUDA-core (fp32) peak in every
+            # precision (branch issue13-depthwise-backward has it in core)
+            dwb = "dwbwd" in EXP and w.backward and w.work_class == "depthwise_conv"
+            cols["dwb"].append(int(dwb))
+            cuda_core = cuda_core or dwb
             cols["tc"].append(0 if cuda_core else tc)
             cols["bwd"].append(int(w.backward))
             cols["wgrad"].append(int(kind == "wgrad"))
@@ -320,7 +339,7 @@ def features(rows: list[dict]) -> dict:
         paleo_s.append(pass_seconds(Estimate(e.report, dev, variant="paleo").totals, r["pass"]))  # PALEO, PPP 1
         copy_s.append(timed_extra_s(r, compiled[r["network"]], prec))
     f = {k: np.array(v, dtype=float) for k, v in cols.items()}
-    for k in ("row", "pidx", "cls", "tc", "views", "wgrad", "eager", "infer"):
+    for k in ("row", "pidx", "cls", "tc", "views", "wgrad", "eager", "infer", "dwb"):
         f[k] = f[k].astype(int)
     f["paleo_s"] = np.array(paleo_s)
     f["copy_s"] = np.array(copy_s)
@@ -340,7 +359,10 @@ def predict(f: dict, vec_of_row: np.ndarray, timed: bool = True) -> np.ndarray:
     if "smalltile" in EXP:
         s = v[:, NAMES.index("small_tile")]
         wave = np.maximum(np.maximum(wave, f["wave64"] * s), f["wave32"] * s * s)
-    comp = f["flops"] / (f["peak"] * eff_cls * tc * bwd * wave)
+    eff = eff_cls * tc * bwd
+    if "dwbwd" in EXP:
+        eff = np.where(f["dwb"] > 0, v[:, NAMES.index("depthwise_backward")], eff)
+    comp = f["flops"] / (f["peak"] * eff * wave)
     mem = f["bytes"] / (f["bw"] * v[:, 5])
     ov = (f["calls"] + (f["views"] if "views" in EXP else 0)) * v[:, 6] * np.where(f["cls"] < 3, v[:, 9], 1.0)
     if "graph" in EXP:
@@ -384,13 +406,20 @@ def _subset(f: dict, rows_idx: np.ndarray) -> dict:
     return g
 
 
+def shrink(rows: int) -> float:
+    """The pull toward the all-rows set of a generation fitted on ``rows`` rows: ``SHRINK``, or with the screening
+    switch "fewrows" ``SHRINK`` × ``SHRINK_ROWS`` / rows below ``SHRINK_ROWS`` rows."""
+    return SHRINK * max(1.0, SHRINK_ROWS / rows) if "fewrows" in EXP else SHRINK
+
+
 def _descend(f: dict, start: np.ndarray, prior: np.ndarray | None, rounds: int) -> np.ndarray:
     """Coordinate descent on log parameters: try ×/÷ exp(step) on each, keep what lowers the loss; halve the step."""
     logm = np.log(f["measured_s"])
+    pull = shrink(f["n"])
 
     def loss(x):
         err = np.abs(np.log(predict(f, np.broadcast_to(x, (f["n"], len(x))))) - logm).mean()
-        return err + (SHRINK * np.abs(np.log(x / prior)).sum() if prior is not None else 0.0)
+        return err + (pull * np.abs(np.log(x / prior)).sum() if prior is not None else 0.0)
 
     x, best = start.copy(), loss(start)
     step = 1.0
@@ -719,6 +748,18 @@ TRIED = (
     ("22. 19 again (GPU_EXP=foreach: the optimizer step as PyTorch ≥ 2 runs it), after 20", (0.1735, 0.4350),
      (0.1827, 0.4558), "no: both medians worse (+0.1, +0.2 points), LOGO p90 −0.3; in sample 14.2 % / 38.6 % against "
      "20's 14.4 % / 39.0 %"),
+    ("23. a depthwise conv's backward kernels (input and weight gradients) at a fitted `depthwise_backward` share "
+     "of the CUDA-core peak in every precision (GPU_EXP=dwbwd; in sample with 20, the H100 and H200 depthwise "
+     "networks' training steps at batch 128–256 were a median 34–39 % too fast, their inference passes 13–17 % too "
+     "slow; fitted 0.011), after 20", (0.1638, 0.4158), (0.1776, 0.4899),
+     "no: LOGO p90 +3.1 points, the rest lower; all from the K80 held out (31 % / 43 % → 65 % / 112 %), whose "
+     "generation then rests on the K40's 4 Caffe rows: that fold's Kepler conv efficiency went 0.51 → 0.18. "
+     "ConvNeXt-T's training steps at batch 128–256 went from 5 % too fast to 57 % too slow in sample (its 7×7 "
+     "depthwise convs take channels-last input, which PyTorch sends to cuDNN)"),
+    ("24. 23 with a pull toward the all-rows set that grows as 1 / rows below 100 rows (GPU_EXP=dwbwd,fewrows: a "
+     "generation fitted on 4 rows is pulled 25× harder), after 20", (0.1705, 0.4182), (0.1767, 0.4641),
+     "no: LOGO p90 +0.5 points, the rest lower; the K80 held out 65 % / 112 % → 37 % / 75 %, still above 20's "
+     "31 % / 43 %; Ada's 2 and GA10x's 3 rows fitted 60–65 % off in sample"),
 )
 
 

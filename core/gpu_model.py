@@ -32,6 +32,9 @@ Every factor but the wave efficiency is a named parameter, fitted per GPU archit
   batch norm's extra pass over its input was tried on top of it and not kept (docs/benchmarks.md, tried 21).
 * The optimizer step: per-parameter work at the same terms, one kernel call per layer that holds trainable
   parameters (PyTorch's eager per-parameter loop).
+* A depthwise conv runs at the grouped-conv factors in both passes. Its backward at a fitted share of the CUDA-core
+  peak in every precision (PyTorch's native depthwise kernels have no tensor-core path) was fitted in full and not
+  kept (docs/benchmarks.md, tried 23 and 24): both held-out medians fell, the held-out-by-GPU p90 rose.
 
 Generations are the devices' ``architecture`` values; Ampere is two: ``ampere`` (GA10x: RTX 30, A10, A40, RTX A6000)
 and ``ampere-ga100`` (A100), fitted apart because GA100's tensor cores do twice the work per SM (held-out error with

@@ -322,6 +322,19 @@ def test_call_cost_by_pass_by_hand():
     assert inf == pytest.approx(10e-6) and train == pytest.approx(13e-6) and ratio == pytest.approx(1.3)
 
 
+def test_the_few_rows_pull_by_hand(monkeypatch):
+    """The fit's pull toward the all-rows set: SHRINK per unit |log ratio|; with the screening switch "fewrows"
+    (tried 24), SHRINK × SHRINK_ROWS / rows below SHRINK_ROWS rows."""
+    fit = _fit_module()
+    monkeypatch.setattr(fit, "EXP", set())
+    assert fit.shrink(4) == fit.shrink(1000) == fit.SHRINK == 0.02
+    monkeypatch.setattr(fit, "EXP", {"fewrows"})
+    assert fit.SHRINK_ROWS == 100
+    assert fit.shrink(1000) == fit.shrink(100) == pytest.approx(0.02)
+    assert fit.shrink(4) == pytest.approx(0.5)          # 0.02 × 100 / 4
+    assert fit.shrink(50) == pytest.approx(0.04)        # 0.02 × 100 / 50
+
+
 def test_the_fits_prediction_is_the_estimates_for_every_pass(monkeypatch):
     """The fit's numpy prediction (``predict``, timed regions' extras left out) equals ``Estimate(variant=
     "predicted")`` read as the row's pass says (``pass_seconds``), for one row of each pass and framework in the
