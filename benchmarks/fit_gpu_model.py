@@ -64,7 +64,7 @@ TC = {"tf32": 1, "fp16": 2, "bf16": 2}                       # tensor-core facto
 TARGET_MEDIAN, TARGET_P90 = 0.15, 0.35
 COMPUTE_OF = {"mixed": "fp16"}           # a dataset precision → the compute precision its math runs in
 # screening switches for the "what was tried" table (GPU_EXP=queue,views,smalltile,graph,bias,cudnn,dwcuda,
-# bntrain,infov,foreach,dwbwd,fewrows,amp): not the model
+# bntrain,infov,foreach,dwbwd,fewrows): not the model
 EXP = set(filter(None, os.environ.get("GPU_EXP", "").split(",")))
 EXTRA: tuple = ((("small_tile", 0.2, 1.0, 0.7),) if "smalltile" in EXP else ()) + \
     ((("graph_overhead", 0.02, 1.0, 0.5),) if "graph" in EXP else ()) + \
@@ -247,14 +247,16 @@ def features(rows: list[dict]) -> dict:
             # a training step's forward (train mode, autograd) unless the row times inference
             for lw, parts in zip(e.work.layers, e._layer_parts("forward" if r["pass"] == "inference"
                                                                else "train_forward")):
-                items += [(0, w, lw, "fwd") for w in parts]
+                items += [(0, w, lw, "cast" if w.cast else "fwd") for w in parts]
         if r["pass"] in ("backward", "forward_backward", "training_step"):
             bl = list(zip(e.work.layers, e._layer_parts("backward")))
             if "queue" in EXP:
                 bl = bl[::-1]
             for lw, parts in bl:
+                split = sum(not w.cast for w in parts) > 1
                 for w in parts:
-                    items.append((1, w, lw, "wgrad" if w.weight_grad else "dgrad" if len(parts) > 1 else "bwd"))
+                    items.append((1, w, lw, "cast" if w.cast else "wgrad" if w.weight_grad else "dgrad" if split
+                                  else "bwd"))
         if "bias" in EXP:        # screening: a conv's bias added by a kernel of its own; bias gradients reduced
             for lw in e.work.layers:
                 node = lw.node
@@ -265,16 +267,6 @@ def features(rows: list[dict]) -> dict:
                     items.append((0, Work(None, out, 2 * out * prec.activation, calls=1), None, "bias"))
                 if r["pass"] in ("backward", "forward_backward", "training_step") and node.params.trainable:
                     items.append((1, Work(None, out, out * prec.activation, calls=1, backward=True), None, "bias"))
-        if "amp" in EXP and r["precision"] == "mixed":
-            # screening: autocast casts each fp32 parameter of a conv or linear layer to fp16 in every forward (one
-            # kernel per tensor: read 4 bytes, write 2), and autograd casts its gradient back in the backward
-            for lw in e.work.layers:
-                k = param_tensors(lw.node) if gpu_model.compute_class(lw.work_class) else 0
-                if k:
-                    nb = lw.node.params.trainable * 6
-                    items.append((0, Work("elementwise", 0, nb, calls=k), None, "cast"))
-                    if r["pass"] in ("backward", "forward_backward", "training_step"):
-                        items.append((1, Work("elementwise", 0, nb, calls=k, backward=True), None, "cast"))
         if "zero_grad" in timed_extras(r) and r["pass"] in ("backward", "forward_backward", "training_step"):
             items += [(3, w, None, "zero") for w in zero_grad_works(e)]
         if r["pass"] == "training_step":
@@ -760,12 +752,12 @@ TRIED = (
      "generation fitted on 4 rows is pulled 25× harder), after 20", (0.1705, 0.4182), (0.1767, 0.4641),
      "no: LOGO p90 +0.5 points, the rest lower; the K80 held out 65 % / 112 % → 37 % / 75 %, still above 20's "
      "31 % / 43 %; Ada's 2 and GA10x's 3 rows fitted 60–65 % off in sample"),
-    ("25. autocast's casts in mixed precision (GPU_EXP=amp: each fp32 parameter tensor of a conv or linear layer "
-     "cast to fp16 in every forward and its gradient cast back in the backward, one kernel per tensor reading 4 "
-     "and writing 2 bytes a parameter; every mixed row in the dataset was timed in PyTorch), after 20",
-     (0.1692, 0.4243), (0.1737, 0.4407),
-     "passes the rule (all four lower; in sample 14.1 % / 38.4 %; the mixed rows LOSO 22 → 20 %), not yet in the "
-     "model: fitted at the end of a session, to be built into core's mixed-precision kernels next"),
+    ("25. autocast's casts in mixed precision (then GPU_EXP=amp, now `core.paleo.cast_work`: each fp32 parameter "
+     "tensor of a conv or linear layer cast to fp16 in every forward and its gradient cast back in the backward, "
+     "one kernel per tensor reading 4 and writing 2 bytes a parameter; every mixed row in the dataset was timed in "
+     "PyTorch), after 20", (0.1692, 0.4243), (0.1737, 0.4407),
+     "kept: all four lower (in sample 14.1 % / 38.4 %; the mixed rows LOSO 22 → 20 %); the model's mixed-precision "
+     "kernels since"),
 )
 
 

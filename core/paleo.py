@@ -144,6 +144,22 @@ def param_tensors(n: NodeInfo) -> int:
     return 1 + bool(n.attrs.get("bias"))
 
 
+def cast_work(lw: LayerWork, p: Precision, which: str) -> Work | None:
+    """Mixed precision as PyTorch's autocast runs it (the predicted variant): every forward casts each fp32
+    parameter tensor of a conv or linear layer to fp16, one kernel per tensor reading its master copy and writing
+    the working one (``master`` + ``weight`` bytes a parameter: 4 + 2), and the backward casts each gradient back
+    (``grad`` + ``master``: 2 + 4). None for other layers and precisions (no master copy). ``which``: forward,
+    train_forward (under autograd) or backward. Fitted, not assumed: docs/benchmarks.md, tried 25."""
+    tensors = param_tensors(lw.node) if p.master and gpu_model.compute_class(lw.work_class) else 0
+    if not tensors:
+        return None
+    trainable = lw.node.params.trainable
+    if which == "backward":
+        return Work("elementwise", 0, trainable * (p.grad + p.master), calls=tensors, backward=True, cast=True)
+    return Work("elementwise", 0, trainable * (p.master + p.weight), calls=tensors, train=which == "train_forward",
+                cast=True)
+
+
 def _by_class(layers, which: str) -> dict:
     out: dict[str, PassWork] = {}
     for lw in layers:
@@ -210,6 +226,7 @@ class Work:
     weight_grad: bool = False    # the weight-gradient part of a backward GEMM (predicted: its own efficiency)
     update: bool = False         # the optimizer step: ``calls`` are parameter tensors (a calibrated CPU's cost each)
     train: bool = False          # a training step's forward (a calibrated CPU's train figures)
+    cast: bool = False           # mixed precision's cast of a layer's parameters or their gradients (predicted)
 
 
 @dataclass(frozen=True)
@@ -324,9 +341,10 @@ class LayerTime:
     conv_algorithm: str | None     # the algorithm a conv runs with (None for ops without alternatives)
     forward: PassTime
     backward: PassTime
-    # the kernels a pass is made of where there are several (a predicted conv/linear backward: dgrad, wgrad);
-    # empty: the pass is one work
+    # the kernels a pass is made of where there are several (a predicted conv/linear backward: dgrad, wgrad; in
+    # mixed precision a conv/linear layer's cast kernels, last); empty: the pass is one work
     backward_kernels: tuple[PassTime, ...] = ()
+    forward_kernels: tuple[PassTime, ...] = ()
 
 
 # == the predicted variant, by arrays =============================================================================
@@ -355,15 +373,16 @@ class Kernels:
 @dataclass(frozen=True)
 class PredictedWork:
     """The predicted variant's works for a network at one batch size and precision, no device in them. ``kernels``
-    holds 3 × L entries for L layers: the forward works, then each layer's first backward work (the input gradient
-    of a layer split in two, else its one work), then its second (the weight gradient of a split layer; an empty
-    work elsewhere, whose times are 0). ``rows``: (forward FLOPs, forward bytes, backward FLOPs, backward bytes,
-    (FLOPs, bytes) of each backward kernel where there are two, else None) per layer, as ``PassTime`` sums them
-    (ints stay ints); ``totals``: the passes' (FLOPs, bytes) summed over the layers in order."""
+    holds 5 × L entries for L layers: the forward works; each layer's first backward work (the input gradient of a
+    layer split in two, else its one work); its second (the weight gradient of a split layer; an empty work
+    elsewhere, whose times are 0); its forward cast and its backward cast (mixed precision's, ``cast_work``; empty
+    works elsewhere). ``rows``: (forward FLOPs, forward bytes, backward FLOPs, backward bytes, the backward's
+    kernels, the forward's kernels) per layer, as ``PassTime`` sums them (ints stay ints); a pass's kernels are
+    ((kernel index, FLOPs, bytes), …) where it has more than one, else None. ``totals``: the passes' (FLOPs, bytes)
+    summed over the layers in order."""
 
     kernels: Kernels
     layers: int
-    two: Any                         # bool array: the layer's backward is two kernels
     rows: tuple
     totals: dict
     algorithms: tuple                # per layer: the conv algorithm the rows name (None: the op has no choice)
@@ -399,18 +418,27 @@ def _predicted_layers(compiled: Compiled, fused: bool, compute: str) -> tuple:
     return tuple(out)
 
 
-@lru_cache(maxsize=64)        # ~0.25 MB each for a ResNet-152
+def _kernel_row(kernels: list) -> tuple:
+    """A pass's (FLOPs, bytes) and its kernels ((index, FLOPs, bytes), …; None for one), added as
+    ``sum(parts, PassTime())`` adds them: 0 + k0 + k1 + …"""
+    return (_add_all(k[1] for k in kernels), _add_all(k[2] for k in kernels),
+            tuple(kernels) if len(kernels) > 1 else None)
+
+
+@lru_cache(maxsize=64)        # ~0.4 MB each for a ResNet-152
 def predicted_work(compiled: Compiled, fused: bool, batch: int, precision: Precision) -> PredictedWork | None:
     """The works of ``Estimate._layer_parts`` (forward and backward) at ``batch`` and ``precision``, as arrays;
-    the same expressions (``Estimate._flops``, ``_at_batch``, ``_layer_parts``) on the same integers. None where a
-    number is beyond a float (the per-work path then raises, naming it)."""
+    the same expressions (``Estimate._flops``, ``_at_batch``, ``_layer_parts``, ``cast_work``) on the same
+    integers. None where a number is beyond a float (the per-work path then raises, naming it)."""
     import numpy as np
 
     n, p = batch, precision
     act, wt = p.activation, p.weight
-    empty = (0, 0, 0, 0, len(gpu_model.COMPUTE_CLASSES), 1)
-    fwd, first, second, rows, algorithms = [], [], [], [], []
-    for lw, wino, alg, cls, split in _predicted_layers(compiled, fused, p.compute):
+    layers = _predicted_layers(compiled, fused, p.compute)
+    L, none = len(layers), len(gpu_model.COMPUTE_CLASSES)
+    empty = (0, 0, 0, 0, none, 1)
+    fwd, first, second, fcast, bcast, rows, algorithms = [], [], [], [], [], [], []
+    for i, (lw, wino, alg, cls, split) in enumerate(layers):
         node, f, b = lw.node, lw.forward, lw.backward
         if wino:                    # Estimate._flops: the forward's Winograd factor, on either pass
             per, per_batch = wino
@@ -422,27 +450,30 @@ def predicted_work(compiled: Compiled, fused: bool, batch: int, precision: Preci
         tiles = gpu_model.layer_tiles(node, n) if node.rule.gemm else 0
         fbytes = (f.act * act + f.xbytes) * n + f.weights * wt
         fwd.append((ffl, fbytes, f.calls, tiles, cls, 0))
-        pair = None
+        fk, bk = [(i, ffl, fbytes)], []
         if not (bfl and split):
             first.append((bfl, (b.act * act + b.xbytes) * n + b.weights * wt, b.calls, tiles, cls, 1))
             second.append(empty)
+            bk.append((L + i, first[-1][0], first[-1][1]))
         else:                       # _layer_parts: the weight gradient, and the input gradient where it has FLOPs
             wfl = bfl * node.bwd_weight_flops / b.flops
             wgrad = (wfl, split[0] * act * n + node.params.trainable * wt, 1, tiles, cls, 2)
             if bfl - wfl <= 0:
                 first.append(wgrad)
                 second.append(empty)
+                bk.append((L + i, wgrad[0], wgrad[1]))
             else:
-                dgrad = (bfl - wfl, split[1] * act * n + split[2] * wt, 1, gpu_model.dgrad_tiles(node, n), cls, 1)
-                first.append(dgrad)
+                first.append((bfl - wfl, split[1] * act * n + split[2] * wt, 1, gpu_model.dgrad_tiles(node, n),
+                              cls, 1))
                 second.append(wgrad)
-                pair = ((dgrad[0], dgrad[1]), (wgrad[0], wgrad[1]))
-        if pair:
-            brow = (0 + pair[0][0] + pair[1][0], 0 + pair[0][1] + pair[1][1])
-        else:
-            brow = (0 + first[-1][0], 0 + first[-1][1])
-        rows.append((0 + ffl, 0 + fbytes, *brow, pair))
-    cols = list(zip(*(fwd + first + second))) or [()] * 6
+                bk += [(L + i, first[-1][0], first[-1][1]), (2 * L + i, wgrad[0], wgrad[1])]
+        for casts, kernels, which, index in ((fcast, fk, "forward", 3 * L + i), (bcast, bk, "backward", 4 * L + i)):
+            c = cast_work(lw, p, which)
+            casts.append((0, c.bytes, c.calls, 0, none, int(which == "backward")) if c else empty)
+            if c:
+                kernels.append((index, 0, c.bytes))
+        rows.append((*_kernel_row(fk)[:2], *_kernel_row(bk), _kernel_row(fk)[2]))
+    cols = list(zip(*(fwd + first + second + fcast + bcast))) or [()] * 6
     try:
         arrays = [np.array(c, dtype=np.float64) for c in cols]
     except OverflowError:           # an integer beyond a float
@@ -451,15 +482,15 @@ def predicted_work(compiled: Compiled, fused: bool, batch: int, precision: Preci
         return None
     totals = {"forward": (_add_all(r[0] for r in rows), _add_all(r[1] for r in rows)),
               "backward": (_add_all(r[2] for r in rows), _add_all(r[3] for r in rows))}
-    return PredictedWork(Kernels(*arrays[:4], arrays[4].astype(np.intp), arrays[5].astype(np.intp)), len(rows),
-                         np.array([r[4] is not None for r in rows], dtype=bool), tuple(rows), totals,
-                         tuple(algorithms))
+    return PredictedWork(Kernels(*arrays[:4], arrays[4].astype(np.intp), arrays[5].astype(np.intp)), L,
+                         tuple(rows), totals, tuple(algorithms))
 
 
 class PredictedTimes:
-    """A device's times for a ``PredictedWork``: per kernel (``gpu_model.kernel_seconds``), per layer (a split
-    backward's two kernels added, first + second, as ``sum`` of their PassTimes does), per pass (the layers added
-    in order) and per limiting term, each sum in the per-work path's order."""
+    """A device's times for a ``PredictedWork``: per kernel (``gpu_model.kernel_seconds``), per layer (a pass's
+    kernels added in ``_layer_parts``' order, as ``sum`` of their PassTimes does: a split backward's two, then
+    a cast; an empty kernel's 0.0 changes no sum), per pass (the layers added in order) and per limiting term, each
+    sum in the per-work path's order."""
 
     TERMS = ("compute", "memory", "overhead", "total")
 
@@ -468,12 +499,13 @@ class PredictedTimes:
 
         self.work = work
         L = work.layers
-        s = np.stack([seconds[t] for t in self.TERMS])               # 4 × 3L
+        s = np.stack([seconds[t] for t in self.TERMS])               # 4 × 5L
         self.kernels = s
-        self.forward_layers = s[:, :L]
-        self.backward_layers = s[:, L:2 * L] + s[:, 2 * L:]        # + 0.0 where the second kernel is empty
+        self.forward_layers = s[:, :L] + s[:, 3 * L:4 * L]
+        self.backward_layers = s[:, L:2 * L] + s[:, 2 * L:3 * L] + s[:, 4 * L:]
         # a training step's forward: the forward kernels under autograd (``kernel_seconds(train=True)``)
-        self.train_forward_layers = np.stack([train_seconds[t] for t in self.TERMS])[:, :L]
+        self.train_kernels = np.stack([train_seconds[t] for t in self.TERMS])
+        self.train_forward_layers = self.train_kernels[:, :L] + self.train_kernels[:, 3 * L:4 * L]
 
     def pass_time(self, which: str) -> PassTime:
         """``which``: forward, train_forward (a training step's forward) or backward."""
@@ -487,32 +519,33 @@ class PredictedTimes:
 
     def layer_times(self, layers: tuple[LayerWork, ...]) -> tuple[LayerTime, ...]:
         """``Estimate.layer_times``'s rows."""
-        L = self.work.layers
         fwd, bwd, k = self.forward_layers.tolist(), self.backward_layers.tolist(), self.kernels.tolist()
+
+        def kernels(listed) -> tuple:
+            return tuple(PassTime(fl, nb, 0, k[0][j], k[1][j], 0.0, k[2][j], k[3][j]) for j, fl, nb in listed or ())
+
         out = []
         for i, (lw, row, alg) in enumerate(zip(layers, self.work.rows, self.work.algorithms)):
-            kernels = ()
-            if row[4] is not None:
-                (df, db), (wf, wb) = row[4]
-                kernels = (PassTime(df, db, 0, k[0][L + i], k[1][L + i], 0.0, k[2][L + i], k[3][L + i]),
-                           PassTime(wf, wb, 0, k[0][2 * L + i], k[1][2 * L + i], 0.0, k[2][2 * L + i],
-                                    k[3][2 * L + i]))
             out.append(LayerTime(lw.node.name, lw.node.op, lw.work_class, alg,
                                  PassTime(row[0], row[1], 0, fwd[0][i], fwd[1][i], 0.0, fwd[2][i], fwd[3][i]),
                                  PassTime(row[2], row[3], 0, bwd[0][i], bwd[1][i], 0.0, bwd[2][i], bwd[3][i]),
-                                 kernels))
+                                 kernels(row[4]), kernels(row[5])))
         return tuple(out)
 
     def limited_by(self) -> dict:
         """``Estimate.limited_by``: each kernel's time to its largest term (the first of compute, memory, overhead
         on a tie, as ``limiting_term``'s max; "none" for no time), added in the per-work path's order: layer by
-        layer, a split backward's kernels in turn."""
+        layer, a layer's kernels in turn (an empty kernel adds 0.0 to "none", which changes no sum)."""
         import numpy as np
 
         L, out = self.work.layers, {}
-        for which, seconds in (("forward", self.forward_layers), ("train_forward", self.train_forward_layers),
-                               ("backward", np.stack([self.kernels[:, L:2 * L], self.kernels[:, 2 * L:]],
-                                                     axis=2).reshape(4, -1))):   # l0 k1, l0 k2, l1 k1, …
+
+        def by_layer(s, starts):            # l0 k1, l0 k2, …, l1 k1, …
+            return np.stack([s[:, a * L:(a + 1) * L] for a in starts], axis=2).reshape(4, -1)
+
+        for which, seconds in (("forward", by_layer(self.kernels, (0, 3))),
+                               ("train_forward", by_layer(self.train_kernels, (0, 3))),
+                               ("backward", by_layer(self.kernels, (1, 2, 4)))):
             c, m, o, t = seconds
             term = np.where(c >= m, np.where(c >= o, 0, 2), np.where(m >= o, 1, 2))
             term[t <= 0] = 3
@@ -930,7 +963,8 @@ class Estimate:
     def _layer_parts(self, which: str, works: list[Work] | None = None) -> list[tuple[Work, ...]]:
         """The predicted variant's works per layer: one, or in the backward pass of a conv or linear layer with
         trainable weights two GEMMs, the input gradient (dgrad: dy·W, tiles of N·H_in·W_in × C_in) and the weight
-        gradient (wgrad: dyᵀ·x, its own efficiency), each a kernel call reading dy."""
+        gradient (wgrad: dyᵀ·x, its own efficiency), each a kernel call reading dy. In mixed precision a conv or
+        linear layer's pass ends with its cast kernels (``cast_work``)."""
         src = "forward" if which == "train_forward" else which
         if works is None:
             works = [self._at_batch(getattr(lw, src), lw.work_class, self._flops(lw, getattr(lw, src).flops))
@@ -940,9 +974,10 @@ class Estimate:
             node = lw.node
             w = Work(w.work_class, w.flops, w.bytes, w.fresh_bytes, w.calls,      # (replace() costs 3× more)
                      gpu_model.layer_tiles(node, n), which == "backward", train=which == "train_forward")
+            cast = cast_work(lw, p, which)
             if which != "backward" or not (w.flops and node.bwd_weight_flops
                                            and gpu_model.compute_class(lw.work_class)):
-                out.append((w,))
+                out.append((w, cast) if cast else (w,))
                 continue
             wflops = w.flops * node.bwd_weight_flops / lw.backward.flops     # the conv algorithm's factor kept
             saved = sum(numel(node.in_shapes[i]) for i in node.saves.inputs)
@@ -950,12 +985,12 @@ class Estimate:
             wgrad = replace(w, flops=wflops, calls=1, weight_grad=True,
                             bytes=(node.out_elems + saved) * p.activation * n + node.params.trainable * p.weight)
             if w.flops - wflops <= 0:
-                out.append((wgrad,))
-                continue
-            weights = node.params.trainable + node.params.frozen
-            dgrad = replace(w, flops=w.flops - wflops, calls=1, tiles=gpu_model.dgrad_tiles(node, n),
-                            bytes=(node.out_elems + grads) * p.activation * n + weights * p.weight)
-            out.append((dgrad, wgrad))
+                parts: tuple[Work, ...] = (wgrad,)
+            else:
+                weights = node.params.trainable + node.params.frozen
+                parts = (replace(w, flops=w.flops - wflops, calls=1, tiles=gpu_model.dgrad_tiles(node, n),
+                                 bytes=(node.out_elems + grads) * p.activation * n + weights * p.weight), wgrad)
+            out.append(parts + (cast,) if cast else parts)
         return out
 
     def _pass(self, which: str) -> PassTime:
@@ -971,7 +1006,7 @@ class Estimate:
             if self._predicted is not None:
                 return self._predicted.pass_time("train_forward" if train else which)
             if train:
-                return sum(self._train_forward_layers(), PassTime())
+                return sum((sum(k, PassTime()) for k in self._train_forward_kernels()), PassTime())
             return sum((getattr(lt, which) for lt in self.layer_times), PassTime())
         if self.variant == "roofline" or self.grain:     # a max per layer, or a layer's size decides its rate
             works = self._layer_works(which)
@@ -1027,10 +1062,10 @@ class Estimate:
             return self.forward
         return self._pass("train_forward")
 
-    def _train_forward_layers(self) -> list[PassTime]:
-        """The predicted variant's training-forward time per layer, one ``Work`` at a time: the forward's works
-        under autograd (``gpu_model.overhead_s``; the reference path)."""
-        return [sum((self.time(w) for w in parts), PassTime()) for parts in self._layer_parts("train_forward")]
+    def _train_forward_kernels(self) -> list[tuple[PassTime, ...]]:
+        """The predicted variant's training-forward time per layer and kernel, one ``Work`` at a time: the
+        forward's works under autograd (``gpu_model.overhead_s``; the reference path)."""
+        return [tuple(self.time(w) for w in parts) for parts in self._layer_parts("train_forward")]
 
     @property
     def train_forward_basis(self) -> str:
@@ -1105,17 +1140,17 @@ class Estimate:
     def _layer_times_by_work(self) -> tuple[LayerTime, ...]:
         """Every layer's times, one ``Work`` at a time through ``time``: the reference path (the predicted variant
         takes ``_predicted`` where it can, the same numbers)."""
-        if self.variant == "predicted":     # a layer's backward may be two kernels (dgrad, wgrad): their sum
-            fwd = [sum((self.time(w) for w in parts), PassTime()) for parts in self._layer_parts("forward")]
-            kernels = [tuple(self.time(w) for w in parts) for parts in self._layer_parts("backward")]
-            bwd = [sum(k, PassTime()) for k in kernels]
-            kernels = [k if len(k) > 1 else () for k in kernels]
+        if self.variant == "predicted":     # a layer's pass may be several kernels (dgrad, wgrad, casts): their sum
+            fk, bk = ([tuple(self.time(w) for w in parts) for parts in self._layer_parts(which)]
+                      for which in ("forward", "backward"))
+            fwd, bwd = ([sum(k, PassTime()) for k in kernels] for kernels in (fk, bk))
+            fk, bk = ([k if len(k) > 1 else () for k in kernels] for kernels in (fk, bk))
         else:
             fwd, bwd = ([self.time(w) for w in self._layer_works(which)] for which in ("forward", "backward"))
-            kernels = [()] * len(fwd)
+            fk = bk = [()] * len(fwd)
         return tuple(LayerTime(lw.node.name, lw.node.op, lw.work_class,
-                               self._algorithm(lw.node) if lw.node.rule.algorithms else None, f, b, k)
-                     for lw, f, b, k in zip(self.work.layers, fwd, bwd, kernels))
+                               self._algorithm(lw.node) if lw.node.rule.algorithms else None, f, b, k, kf)
+                     for lw, f, b, k, kf in zip(self.work.layers, fwd, bwd, bk, fk))
 
     # -- public results (JSON keys are a contract: python -m core estimate --json) -----------------------------
     @cached_property
@@ -1211,7 +1246,7 @@ class Estimate:
         out = self._limited_by(self.layer_times)
         if self.variant == "predicted":         # a training step's forward, each layer to its limiting term
             acc = dict.fromkeys(("compute", "memory", "overhead", "none"), 0.0)
-            for t in self._train_forward_layers():
+            for t in (t for kernels in self._train_forward_kernels() for t in kernels):
                 acc[limiting_term(t)] += t.total_s
             out = {"forward": out["forward"], "train_forward": acc, "backward": out["backward"]}
         return out
@@ -1223,7 +1258,8 @@ class Estimate:
         for which in ("forward", "backward"):
             acc = dict.fromkeys(("compute", "memory", "overhead", "none"), 0.0)
             for lt in layer_times:       # each kernel of a layer to its own limiting term
-                kernels = (lt.backward_kernels if which == "backward" else ()) or (getattr(lt, which),)
+                kernels = (lt.backward_kernels if which == "backward" else lt.forward_kernels) or \
+                    (getattr(lt, which),)
                 for t in kernels:
                     acc[limiting_term(t)] += t.total_s
             out[which] = acc

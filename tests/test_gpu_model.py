@@ -196,6 +196,48 @@ def test_backward_splits_into_dgrad_and_wgrad_by_hand(toy_params):
     assert gm.dgrad_tiles(conv, 1) == 25
 
 
+def test_mixed_precision_casts_by_hand(monkeypatch):
+    """Mixed precision as autocast runs it: every forward casts each fp32 parameter tensor of a conv or linear
+    layer to fp16 (one kernel per tensor: read the fp32 master, 4 B, write the fp16 copy, 2 B, per parameter) and
+    the backward casts each gradient back (read 2 B, write 4 B). Only the predicted variant (fitted with them,
+    docs/benchmarks.md tried 25); pure fp16 keeps no master copy and casts nothing."""
+    monkeypatch.setattr(gm, "load_params", lambda: {"generations": {"volta": {**TOY_PARAMS,
+                                                                              "autograd_overhead": 1.5}}})
+    net = Network.make("three", {"x": (4,)}, [Node.make("fc1", "linear", "x", out_features=8),
+                                              Node.make("act", "relu", "fc1"),
+                                              Node.make("fc2", "linear", "act", out_features=4)])
+    e = estimate(net, TOY, batch_size=2, dtype="mixed", variant="predicted")
+    fwd, bwd = e._layer_parts("forward"), e._layer_parts("backward")
+    assert [len(p) for p in fwd] == [2, 1, 2] and [len(p) for p in bwd] == [2, 1, 3]
+    # fc1: 4·8 + 8 = 40 parameters in 2 tensors (weight, bias): 40 × (4 + 2) = 240 B, 2 calls; fc2: 8·4 + 4 = 36
+    # parameters: 36 × 6 = 216 B
+    cast1, cast2 = fwd[0][-1], fwd[2][-1]
+    assert (cast1.cast, cast1.bytes, cast1.calls, cast1.flops) == (True, 240, 2, 0)
+    assert (cast2.bytes, cast2.calls) == (216, 2)
+    assert (bwd[0][-1].cast, bwd[0][-1].bytes, bwd[0][-1].backward) == (True, 240, True)   # 40 × (2 + 4)
+    lt = e.layer_times
+    # fc1's forward, main kernel: 64 FLOPs × 2 = 128 / (4e9 fp16 × 0.5 linear × 0.5 tensor_fp16 × 0.1 wave) =
+    #   1.28e-6 s; 40 weights × 2 B + x 4 × 2 × 2 B + y 8 × 2 × 2 B = 128 B / 8e7 = 1.6e-6 s; 1 call × 1e-5 s → 1e-5
+    # its cast: 240 B / 8e7 = 3e-6 s; 2 calls × 1e-5 s (no library factor: an elementwise kernel) = 2e-5 s → 2e-5
+    assert lt[0].forward.bytes == 128 + 240
+    assert lt[0].forward.total_s == pytest.approx(1e-5 + 2e-5)
+    assert [k.total_s for k in lt[0].forward_kernels] == pytest.approx([1e-5, 2e-5])
+    assert lt[1].forward_kernels == ()          # the relu casts nothing
+    # a training step's forward: every call under autograd, × 1.5: fc1 1.5e-5 + 3e-5, relu 1.5e-5, fc2 the same
+    # as fc1's (its kernels are launch-bound too): 4.5e-5 + 1.5e-5 + 4.5e-5 = 1.05e-4 s
+    assert e.totals["training_forward_s"] == pytest.approx(1.05e-4)
+    # the backward's casts: 2 calls × 1e-5 × 1.5 = 3e-5 s each (memory 240 B → 3e-6 s); fc1: its wgrad (144 FLOPs
+    # / (4e9 × 0.5 × 0.5 × 0.25 backward_weight × 0.1) = 5.76e-6 s, 1 call × 1.5e-5 s → 1.5e-5 s) + 3e-5 s
+    assert lt[0].backward.total_s == pytest.approx(1.5e-5 + 3e-5)
+    assert len(lt[2].backward_kernels) == 3 and lt[2].backward_kernels[-1].total_s == pytest.approx(3e-5)
+    # limited_by gives each cast kernel to its own term (overhead here): all of this toy's time is launch-bound
+    assert e.limited_by["forward"]["overhead"] == pytest.approx(e.totals["forward_s"])
+    # the PALEO bound beside it and pure fp16 cast nothing: fc1's forward moves its 128 B
+    assert e.bound.layers[0]["forward_bytes"] == 128
+    fp16 = estimate(net, TOY, batch_size=2, dtype="fp16", variant="predicted")
+    assert fp16.layers[0]["forward_bytes"] == 128 and fp16.layer_times[0].forward_kernels == ()
+
+
 def test_predicted_rows_sum_to_totals():
     from core import zoo
     e = estimate(zoo.get("resnet18"), "v100-sxm2", batch_size=8, variant="predicted")
@@ -344,9 +386,11 @@ def test_the_fits_prediction_is_the_estimates_for_every_pass(monkeypatch):
     rows, _ = fit.load_rows()
     picked: dict = {}
     for r in rows:
-        picked.setdefault((r["pass"], r["framework"].split()[0]), r)
+        # mixed precision's rows apart: their conv and linear layers add cast kernels to both passes
+        picked.setdefault((r["pass"], r["framework"].split()[0], r["precision"] == "mixed"), r)
     sub = list(picked.values())
     assert {r["pass"] for r in sub} == {"inference", "forward", "backward", "forward_backward", "training_step"}
+    assert {r["pass"] for r in sub if r["precision"] == "mixed"} >= {"inference", "training_step"}
     params = {n: v * 1.1 for n, v in fit.START.items()}          # not the file's: any parameters must agree
     params["autograd_overhead"] = 1.4
     monkeypatch.setattr(gm, "load_params", lambda: {"generations": {r["generation"]: params for r in rows}})

@@ -34,7 +34,8 @@ CASES = [      # network, device, batch, dtype, settings: Winograd (fp32), tenso
     ("mnist_cnn", "k80", 5, "fp32", {"fused": True}),     # linear layers, Kepler
     ("mnist_cnn", "rtx-3090", 2, "fp16", {"optimizer": "adam"}),
     ("resnet18", "v100-sxm2", 4, "fp32", {"fused": True, "launch": "cuda_graphs"}),   # no host overhead at all
-    ("resnet18", "h100-sxm", 2, "mixed", {}),             # Hopper's autograd factor
+    ("resnet18", "h100-sxm", 2, "mixed", {}),             # Hopper's autograd factor; mixed precision's casts
+    ("mobilenet_v2", "a100-40gb-sxm", 32, "mixed", {"launch": "cuda_graphs"}),   # casts of depthwise convs
 ]
 
 
