@@ -27,11 +27,15 @@ Every factor but the wave efficiency is a named parameter, fitted per GPU archit
   (same rows, full fit: LOSO 16.6 % / 46.5 %, LOGO 18.2 % / 49.2 %; docs/benchmarks.md has the split's).
 * A training step's forward is not an inference forward (``Estimate.train_forward``): autograd records its calls,
   each at ``autograd_overhead`` × the per-call overhead, as the backward's are. Fitted, not assumed: at batch 1,
-  where the host's per-call cost limits the passes, this project's H100 and H200 training steps took 1.29–1.34× an
+  where the host's per-call cost limits the passes, this project's H100 and H200 training steps took 1.30–1.42× an
   inference pass's time per kernel call the model counts, in every precision (docs/benchmarks.md). Train-mode
   batch norm's extra pass over its input was tried on top of it and not kept (docs/benchmarks.md, tried 21).
 * The optimizer step: per-parameter work at the same terms, one kernel call per layer that holds trainable
   parameters (PyTorch's eager per-parameter loop).
+* Mixed precision is PyTorch's autocast (every mixed row in the dataset was timed with it): each pass of a conv
+  or linear layer ends with its cast kernels (``core.paleo.cast_work``), one per parameter tensor, the forward's
+  casting the fp32 master weights to fp16 (6 bytes a parameter), the backward's the gradients back (6 bytes): memory
+  and overhead terms, no FLOPs. Fitted, not assumed: all four held-out figures fell (docs/benchmarks.md, tried 25).
 * A depthwise conv runs at the grouped-conv factors in both passes. Its backward at a fitted share of the CUDA-core
   peak in every precision (PyTorch's native depthwise kernels have no tensor-core path) was fitted in full and not
   kept (docs/benchmarks.md, tried 23 and 24): both held-out medians fell, the held-out-by-GPU p90 rose.
