@@ -179,6 +179,27 @@ def test_estimates_tabs_show_algorithms_batch_devices_and_scaling():
     assert list(scaling["workers"]) == [1, 2, 4, 8] and scaling["speedup"].iloc[0] == 1.0
 
 
+def test_mixed_precision_breakdown_names_the_cast_kernels():
+    """In mixed precision the predicted breakdown says that conv and linear layers also run autocast's cast
+    kernels, and its forward total is the estimate's (which holds them); fp32 does not mention them."""
+    from core.api import estimate
+    at = AppTest.from_file(ESTIMATES_PAGE, default_timeout=60).run()
+    assert not any("autocast" in c.value for c in at.caption)
+    at.selectbox(key="model").set_value("resnet18").run()
+    at.selectbox(key="dtype").set_value("mixed").run()
+    assert not at.exception
+    assert any("cast kernels" in c.value and "autocast" in c.value for c in at.caption)
+    est = estimate(core.zoo.get("resnet18"), "v100-sxm2", batch_size=1, dtype="mixed")
+    assert est.variant == "predicted"
+    fwd = at.dataframe[0].value.set_index("pass").loc["forward", "total ms"]
+    assert fwd == pytest.approx(est.totals["forward_s"] * 1e3)
+    # the casts are in it: ResNet-18's 20 convs (conv1, 16 in the blocks, 3 downsamples) and its fc each end
+    # their forward with a cast kernel
+    assert sum(1 for lt in est.layer_times if lt.forward_kernels) == 20 + 1
+    casts = sum(k.total_s for lt in est.layer_times for k in lt.forward_kernels[1:])
+    assert casts > 0 and est.totals["forward_s"] > casts
+
+
 def test_markdown_report_holds_totals_and_rows():
     from ui.text import markdown_report
     md = markdown_report(core.analyze("mnist_cnn"))

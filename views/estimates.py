@@ -87,7 +87,10 @@ if tab_parts.open and est.variant == "predicted":
                       "generations, a cuDNN or cuBLAS call a fitted multiple of it, a call under autograd (a "
                       "training step's forward, the backward) another; none under CUDA Graphs). A "
                       "column adds up the layers that term "
-                      "limits. 3×3 stride-1 convolutions in fp32 run as Winograd, as cuDNN picks them.")
+                      "limits. 3×3 stride-1 convolutions in fp32 run as Winograd, as cuDNN picks them." +
+                      (" Mixed precision runs as PyTorch's autocast: each conv or linear layer also runs cast "
+                       "kernels, its fp32 weights to fp16 in every forward and its gradients back in the backward "
+                       "(bytes and launches, fitted: docs/benchmarks.md, tried 25)." if est.precision.master else ""))
 elif tab_parts.open:
     dataframe(pd.DataFrame([
         {"part": "forward compute", "ms": t["forward_compute_s"] * 1e3},
