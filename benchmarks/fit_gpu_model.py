@@ -67,7 +67,7 @@ TC = {"tf32": 1, "fp16": 2, "bf16": 2}                       # tensor-core facto
 TARGET_MEDIAN, TARGET_P90 = 0.15, 0.35
 COMPUTE_OF = {"mixed": "fp16"}           # a dataset precision → the compute precision its math runs in
 # screening switches for the "what was tried" table (GPU_EXP=queue,views,smalltile,graph,bias,cudnn,dwcuda,
-# bntrain,infov,foreach,dwbwd,fewrows,minrows): not the model
+# bntrain,infov,foreach,dwbwd,fewrows,minrows,nchw): not the model
 EXP = set(filter(None, os.environ.get("GPU_EXP", "").split(",")))
 EXTRA: tuple = ((("small_tile", 0.2, 1.0, 0.7),) if "smalltile" in EXP else ()) + \
     ((("graph_overhead", 0.02, 1.0, 0.5),) if "graph" in EXP else ()) + \
@@ -270,6 +270,14 @@ def features(rows: list[dict]) -> dict:
                     items.append((0, Work(None, out, 2 * out * prec.activation, calls=1), None, "bias"))
                 if r["pass"] in ("backward", "forward_backward", "training_step") and node.params.trainable:
                     items.append((1, Work(None, out, out * prec.activation, calls=1, backward=True), None, "bias"))
+        if "nchw" in EXP and TC.get(e.precision.compute, 0):
+            # screening: cuDNN's tensor-core kernels want NHWC; on NCHW tensors a conv (not a depthwise one: PyTorch's
+            # own kernels) transposes its input and output, read and written once each, in every pass (2 kernels)
+            for pidx, _w, lw, kind in list(items):
+                if lw is not None and lw.node.op == "conv2d" and lw.work_class != "depthwise_conv" and \
+                        kind in ("fwd", "dgrad", "bwd"):
+                    xy = (lw.node.in_elems + lw.node.out_elems) * n * prec.activation
+                    items.append((pidx, Work("elementwise", 0, 2 * xy, calls=2, backward=pidx == 1), None, "nchw"))
         if "zero_grad" in timed_extras(r) and r["pass"] in ("backward", "forward_backward", "training_step"):
             items += [(3, w, None, "zero") for w in zero_grad_works(e)]
         if r["pass"] == "training_step":
