@@ -67,12 +67,13 @@ TC = {"tf32": 1, "fp16": 2, "bf16": 2}                       # tensor-core facto
 TARGET_MEDIAN, TARGET_P90 = 0.15, 0.35
 COMPUTE_OF = {"mixed": "fp16"}           # a dataset precision → the compute precision its math runs in
 # screening switches for the "what was tried" table (GPU_EXP=queue,views,smalltile,graph,bias,cudnn,dwcuda,
-# bntrain,infov,foreach,dwbwd,fewrows,minrows,nchw): not the model
+# bntrain,infov,foreach,dwbwd,fewrows,minrows,nchw,bwd16): not the model
 EXP = set(filter(None, os.environ.get("GPU_EXP", "").split(",")))
 EXTRA: tuple = ((("small_tile", 0.2, 1.0, 0.7),) if "smalltile" in EXP else ()) + \
     ((("graph_overhead", 0.02, 1.0, 0.5),) if "graph" in EXP else ()) + \
     ((("inference_overhead", 0.2, 1.0, 0.7),) if "infov" in EXP else ()) + \
-    ((("depthwise_backward", 0.002, 1.0, 0.05),) if "dwbwd" in EXP else ())    # screening only
+    ((("depthwise_backward", 0.002, 1.0, 0.05),) if "dwbwd" in EXP else ()) + \
+    ((("backward_fp16", 0.2, 1.0, 0.8),) if "bwd16" in EXP else ())    # screening only
 # "graph": a factor on the per-kernel overhead of the rows not timed in eager PyTorch (MXNet, TensorFlow, Caffe,
 # Torch7: a runtime that runs a graph, or Lua's thinner dispatch), so PyTorch's overhead is not fitted to them
 NAMES = NAMES + tuple(e[0] for e in EXTRA)
@@ -365,6 +366,8 @@ def predict(f: dict, vec_of_row: np.ndarray, timed: bool = True) -> np.ndarray:
     eff = eff_cls * tc * bwd
     if "dwbwd" in EXP:
         eff = np.where(f["dwb"] > 0, v[:, NAMES.index("depthwise_backward")], eff)
+    if "bwd16" in EXP:      # screening: fp16/bf16 tensor-core backward kernels at a factor of their own
+        eff = eff * np.where((f["bwd"] > 0) & (f["tc"] == 2), v[:, NAMES.index("backward_fp16")], 1.0)
     comp = f["flops"] / (f["peak"] * eff * wave)
     mem = f["bytes"] / (f["bw"] * v[:, 5])
     ov = (f["calls"] + (f["views"] if "views" in EXP else 0)) * v[:, 6] * np.where(f["cls"] < 3, v[:, 9], 1.0)
