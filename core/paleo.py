@@ -148,7 +148,8 @@ def cast_work(lw: LayerWork, p: Precision, which: str) -> Work | None:
     """Mixed precision as PyTorch's autocast runs it (the predicted variant): every forward casts each fp32
     parameter tensor of a conv or linear layer to fp16, one kernel per tensor reading its master copy and writing
     the working one (``master`` + ``weight`` bytes a parameter: 4 + 2), and the backward casts each gradient back
-    (``grad`` + ``master``: 2 + 4). None for other layers and precisions (no master copy). ``which``: forward,
+    (``grad`` + ``master``: 2 + 4). The trainable tensors only (``param_tensors``), as the rule was fitted: a frozen
+    layer's casts are not charged. None for other layers and precisions (no master copy). ``which``: forward,
     train_forward (under autograd) or backward. Fitted, not assumed: docs/benchmarks.md, tried 25."""
     tensors = param_tensors(lw.node) if p.master and gpu_model.compute_class(lw.work_class) else 0
     if not tensors:
@@ -472,7 +473,8 @@ def predicted_work(compiled: Compiled, fused: bool, batch: int, precision: Preci
             casts.append((0, c.bytes, c.calls, 0, none, int(which == "backward")) if c else empty)
             if c:
                 kernels.append((index, 0, c.bytes))
-        rows.append((*_kernel_row(fk)[:2], *_kernel_row(bk), _kernel_row(fk)[2]))
+        frow = _kernel_row(fk)
+        rows.append((*frow[:2], *_kernel_row(bk), frow[2]))
     cols = list(zip(*(fwd + first + second + fcast + bcast))) or [()] * 6
     try:
         arrays = [np.array(c, dtype=np.float64) for c in cols]
