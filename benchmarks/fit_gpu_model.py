@@ -11,9 +11,10 @@ A row's prediction is the model's passes plus what its source's timed region hol
 ``timed_extra``: the input's host-to-device copy, PyTorch < 2's ``zero_grad()`` kernels); an estimate is the passes.
 
 Errors are |predicted / measured − 1|: in-sample, leave-one-source-out (LOSO) and leave-one-GPU-out (LOGO): each
-held-out row predicted by a fit that did not see its source (GPU); a generation with no training rows in a fold
-uses the fold's all-rows set. A row's generation is its device's ``architecture``. The file also gets each
-generation's LOSO error (``errors_by_generation``), which the estimate quotes as a GPU's typical error.
+held-out row predicted by a fit that did not see its source (GPU; a GPU at its base clock, ``k40-base``, is held out
+with the same GPU at boost); a generation with no training rows in a fold uses the fold's all-rows set. A row's
+generation is its device's ``architecture``. The file also gets each generation's LOSO error
+(``errors_by_generation``), which the estimate quotes as a GPU's typical error.
 The prediction is the model evaluated with numpy on features taken from
 core.paleo's own per-layer works; ``check_against_estimate`` confirms it equals ``Estimate(variant="predicted")``.
 
@@ -490,13 +491,19 @@ def _fit_all(f: dict, rows: list[dict], trains: list[np.ndarray], rounds: int) -
         _FOLD.clear()
 
 
+def _fold_value(r: dict, key: str) -> str:
+    """The value a held-out fold groups rows by: the source, or the GPU, where one GPU at two clocks (``k40`` and
+    ``k40-base``: device_specs.json's "-base" ids) is one GPU, so leaving it out leaves out both."""
+    return r[key].removesuffix("-base") if key == "gpu" else r[key]
+
+
 def evaluate(f: dict, rows: list[dict], rounds: int) -> dict:
     n = f["n"]
     everything = np.arange(n)
     folds = []                 # (key, held-out rows, training rows)
     for key in ("source_id", "gpu"):
-        for value in sorted({r[key] for r in rows}):
-            test = np.array([i for i, r in enumerate(rows) if r[key] == value])
+        for value in sorted({_fold_value(r, key) for r in rows}):
+            test = np.array([i for i, r in enumerate(rows) if _fold_value(r, key) == value])
             folds.append((key, test, np.setdiff1d(everything, test)))
     fitted, *fold_fits = _fit_all(f, rows, [everything] + [t for _, _, t in folds], rounds)
     insample = predict(f, _vectors(fitted, rows))

@@ -167,6 +167,7 @@ def test_every_source_is_a_file_at_a_commit(rows):
     b = _builder()
     pinned = {sid: {(repo, commit)} for sid, (repo, commit) in b.SOURCES.items()}
     pinned["apache-mxnet-perf"] |= {("apache/mxnet", commit) for commit, *_ in b.MXNET_DOCS}
+    pinned["jcjohnson-cnn-benchmarks"].add(("jcjohnson/cnn-benchmarks", b.JCJ_K40_COMMIT))
     for i, r in enumerate(rows):
         if r["source_id"].startswith(MEASURED_PREFIX):       # test_rows_measured_here
             continue
@@ -227,17 +228,38 @@ def test_rows_measured_here(rows, folder):
 
 
 def test_kepler_rows(rows):
-    """Kepler (K80, K40) rows: three sources, both kinds of pass, batch 1 to 256, all fp32 on built-in networks."""
+    """Kepler (K80, K40) rows: four sources, inference, training steps and Torch7's forward and backward, batch 1 to
+    256, all fp32 on built-in networks but Torch7's ResNet-200."""
     from core import zoo
     kepler = [r for r in rows if r["generation"] == "kepler"]
-    assert {r["gpu"] for r in kepler} == {"k80", "k40"}
+    assert {r["gpu"] for r in kepler} == {"k80", "k40", "k40-base"}
     assert {r["source_id"] for r in kepler} == {"tensorflow-benchmarks-doc", "apache-mxnet-perf",
-                                                "bvlc-caffe-performance"}
-    assert {r["pass"] for r in kepler} == {"inference", "training_step"}
+                                                "bvlc-caffe-performance", "jcjohnson-cnn-benchmarks"}
+    assert {r["pass"] for r in kepler} == {"inference", "training_step", "forward", "backward", "forward_backward"}
     assert {r["precision"] for r in kepler} == {"fp32"}
     batches = {int(r["batch"]) for r in kepler if r["gpu"] == "k80"}
     assert {1, 2, 4, 8, 256} <= batches
-    assert {r["network"] for r in kepler} <= set(zoo.names())
+    assert {r["network"] for r in kepler} - set(zoo.names()) == {"resnet200"}
+
+
+def test_k40c_rows(rows):
+    """jcjohnson's K40c rows (an earlier README version): 9 networks x forward, backward and total at batch 16,
+    Total = Forward + Backward as published (to the source's rounding), on the K40 at its 745 MHz base clock."""
+    k40c = [r for r in rows if r["gpu"] == "k40-base"]
+    assert len(k40c) == 27 and {r["source_id"] for r in k40c} == {"jcjohnson-cnn-benchmarks"}
+    assert {r["batch"] for r in k40c} == {"16"} and all("bb9a45d" in r["note"] for r in k40c)
+    by = {(r["network"], r["pass"]): float(r["measured_ms"]) for r in k40c}
+    for net in {n for n, _ in by}:
+        assert by[net, "forward"] + by[net, "backward"] == pytest.approx(by[net, "forward_backward"], abs=0.011)
+    # ResNet-50: Forward 129.21, Backward 320.69, Total 449.90 (129.21 + 320.69 = 449.90)
+    assert (by["resnet50", "forward"], by["resnet50", "backward"]) == (129.21, 320.69)
+    specs = {d["id"]: d for d in json.loads((ROOT / "device_specs.json").read_text())["devices"]}
+    base, boost = specs["k40-base"], specs["k40"]
+    # 2 x 2880 cores x 0.745 GHz = 4.2912 TF, the source's "4.29"; the 875 MHz k40 is 2 x 2880 x 0.875 = 5.04 TF
+    assert base["peak_flops"]["fp32"] == pytest.approx(2 * 2880 * 0.745e9, rel=1e-3)
+    assert boost["peak_flops"]["fp32"] == pytest.approx(2 * 2880 * 0.875e9, rel=1e-3)
+    for k in ("memory_bandwidth", "memory_capacity", "sm_count", "l2_bytes", "architecture"):
+        assert base[k] == boost[k], k
 
 
 def test_tensorflow_transcription_is_in_the_dataset(rows):

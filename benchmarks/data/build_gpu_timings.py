@@ -63,6 +63,7 @@ GENERATION = {
     "rtx-3090": "ampere", "a10": "ampere", "a100-40gb-pcie": "ampere-ga100",
     "a100-80gb-pcie": "ampere-ga100", "rtx-a6000": "ampere", "rtx-4090": "ada",
     "h100-pcie": "hopper", "h100-sxm": "hopper", "h200-sxm": "hopper", "k80": "kepler", "k40": "kepler",
+    "k40-base": "kepler",
     "m40": "maxwell", "m60": "maxwell", "p100-sxm2": "pascal",
 }
 
@@ -177,6 +178,47 @@ def jcjohnson(mirror: Path) -> list[dict]:
                     source=where(sid, "README.md", f"## {net}: {header[col]}, row '{gpu} | {cudnn}'"),
                     note=("input 16x3x224x224; forward_backward is the source's 'Total' "
                           "(= forward + backward); no optimizer step, no data loading"),
+                ))
+    return out
+
+
+# The README's first version (July 2016) also had a Tesla K40c row in each table, run on the same machine with
+# cuDNN 5.0.05 and, where torch/nn allows it, without cuDNN; commit bb9a45d removed the K40c rows (and the K40c
+# line of the GPU table) without saying why. JCJ_K40_COMMIT is the last commit whose README has them. Only the
+# K40c cuDNN rows are taken from it: the GTX 1080 and Maxwell TITAN X rows of that version were measured again
+# for the README at SOURCES' commit, which the rows above read.
+JCJ_K40_COMMIT = "8730d9ffa225b9d4b1126d7f72a09390afc77377"
+JCJ_K40_ROW = "Tesla K40c (cuDNN 5005)"
+
+
+def jcjohnson_k40(mirror: Path) -> list[dict]:
+    sid = "jcjohnson-cnn-benchmarks"
+    text = show(mirror, sid, "README.md", JCJ_K40_COMMIT)
+    # a K40 runs at its 745 MHz base clock unless a user selects a boost step (NVIDIA's board specification:
+    # boards ship at the base clock); the source sets none, and its GPU table gives the K40c the base-clock
+    # 4.29 TFLOPS (2 x 2880 x 0.745 GHz), so the rows are device_specs.json's "k40-base"
+    assert "|Tesla K40c|12GB GDDR5|Kepler|2880|4.29|" in text
+    out = []
+    for heads, header, rows in md_tables(text):
+        if header != ["GPU", "Forward (ms)", "Backward (ms)", "Total (ms)"] or not heads:
+            continue
+        net = heads[-1]
+        name, match = JCJ_NET[net]
+        for cells in rows:
+            if cells[0] != JCJ_K40_ROW:
+                continue
+            for col, pas in ((1, "forward"), (2, "backward"), (3, "forward_backward")):
+                v = num(cells[col])
+                out.append(row(
+                    network=name, torchvision_match=match, gpu="k40-base", batch=16,
+                    precision="fp32", **{"pass": pas},
+                    framework="Torch7 (Lua) + cuDNN 5.0.05, CUDA 8.0 RC",
+                    measured_ms=v, original_value=v, original_unit="ms", source_id=sid,
+                    source=where(sid, "README.md", f"### {net}: {header[col]}, row '{cells[0]}'", JCJ_K40_COMMIT),
+                    note=("input 16x3x224x224; forward_backward is the source's 'Total' (= forward + backward); "
+                          "no optimizer step, no data loading; a Tesla K40c (the actively cooled K40) at its "
+                          "745 MHz base clock it ships at (no boost step set in the source); rows later removed from "
+                          "the README (commit bb9a45d) without a stated reason"),
                 ))
     return out
 
@@ -763,7 +805,7 @@ def main() -> None:
     ap.add_argument("--mirror", default=os.environ.get("MIRROR", "/work/.mirror"))
     args = ap.parse_args()
     mirror = Path(args.mirror)
-    rows = (jcjohnson(mirror) + ryujaehun(mirror) + u39kun(mirror) + nvidia_dle(mirror)
+    rows = (jcjohnson(mirror) + jcjohnson_k40(mirror) + ryujaehun(mirror) + u39kun(mirror) + nvidia_dle(mirror)
             + lambdal(mirror) + tensorflow_k80(mirror) + mxnet_perf(mirror) + caffe_k40(mirror)
             + measured_here())
     with OUT.open("w", newline="") as f:
