@@ -826,21 +826,23 @@ def _kepler_lines(out: dict) -> list[str]:
     if "generation kepler" not in t:
         return []
     b, a, rest = BEFORE_KEPLER, t["all rows"], t["all rows but Kepler"]
-    lines = ["", "Kepler (K80, K40) rows: from TensorFlow, MXNet and Caffe, none from PyTorch. Held-out error before "
+    lines = ["", "Kepler (K80, K40) rows: from TensorFlow, MXNet, Caffe and Torch7, none from PyTorch. Held-out error "
+             "before "
              f"they were added ({b['rows']} rows, `core/gpu_params.json` at commit d2e07dc): LOSO "
              f"{_pc(b['loso'])}, LOGO {_pc(b['logo'])}. Now, all {a['rows']} rows: LOSO {_pc(a['loso'])}, "
              f"LOGO {_pc(a['logo'])}. The {rest['rows']} non-Kepler rows alone: LOSO {_pc(rest['loso'])}, "
              f"LOGO {_pc(rest['logo'])}.",
-             "Kepler's own held-out error: LOSO holds out one publisher's rows at a time, so the TensorFlow, MXNet "
-             "and Caffe rows are each predicted from the other two sources' Kepler rows (and every other generation). "
-             "LOGO holds out the GPU, so the K80 is predicted from the 4 K40 rows plus the other generations. "
-             "Those 4 rows are Caffe in 2014 (im2col + cuBLAS, or a cuDNN of that year) with LMDB loading in the "
-             "timed region, and the fitted model puts them well below their measured times (their own errors "
-             "below), so a Kepler set fitted mostly to them is a poor guide to the K80's compute-bound "
-             "large-batch rows.", "",
+             "Kepler's own held-out error: LOSO holds out one publisher's rows at a time, so each source's Kepler "
+             "rows are predicted from the other sources' (and every other generation). LOGO holds out the GPU, so "
+             "the K80 is predicted from the K40's rows plus the other generations: Caffe's 4 (2014: im2col + "
+             "cuBLAS, or a cuDNN of that year, with LMDB loading in the timed region) and Torch7's 24 at batch 16 "
+             "on a K40c at its 745 MHz base clock (`k40-base`, cuDNN 5.0; jcjohnson-cnn-benchmarks). Both stacks "
+             "are older than the K80 rows' (MXNet and TensorFlow on cuDNN 5.1 to 7): ResNet-50 ran 8.1 ms per "
+             "image forward on the K40c, 6.2 ms per image for MXNet's inference on the K80 at batch 16, so a "
+             "Kepler set fitted to the K40 predicts the K80 too slow.", "",
              "| Kepler rows | n | model LOSO | model LOGO | PALEO LOSO | PALEO LOGO |",
              "| --- | ---: | --- | --- | --- | --- |"]
-    names = ["generation kepler", "GPU k80", "GPU k40", "GPU k80, batch 1–8", "GPU k80, batch ≥ 32"]
+    names = ["generation kepler", "GPU k80", "GPU k40", "GPU k40-base", "GPU k80, batch 1–8", "GPU k80, batch ≥ 32"]
     names += [f"source {s}" for s in KEPLER_SOURCES]
     for n in names:
         if n in t:
