@@ -55,7 +55,8 @@ LO = np.array([p[2] for p in gpu_model.PARAMETERS])
 HI = np.array([p[3] for p in gpu_model.PARAMETERS])
 # where the descent starts (not claims: the fit moves them); the all-rows fit starts here, each generation from it
 START = {"conv": 0.5, "grouped_conv": 0.1, "linear": 0.5, "tensor_tf32": 0.5, "tensor_fp16": 0.3, "memory": 0.7,
-         "overhead_s": 2e-5, "backward": 0.8, "backward_weight": 0.8, "library_overhead": 1.5, "autograd_overhead": 1.3}
+         "overhead_s": 2e-5, "backward": 0.8, "backward_weight": 0.8, "library_overhead": 1.5, "autograd_overhead": 1.3,
+         "depthwise_backward": 0.05}
 SHRINK = 0.02            # pull of a generation's parameters toward the all-rows set, per unit |log ratio|
 # screening (GPU_EXP=fewrows): below this many rows a generation's pull grows as 1 / rows (a prior worth a fixed
 # number of rows, so 4 rows cannot move a generation far)
@@ -68,12 +69,11 @@ TC = {"tf32": 1, "fp16": 2, "bf16": 2}                       # tensor-core facto
 TARGET_MEDIAN, TARGET_P90 = 0.15, 0.35
 COMPUTE_OF = {"mixed": "fp16"}           # a dataset precision → the compute precision its math runs in
 # screening switches for the "what was tried" table (GPU_EXP=queue,views,smalltile,graph,bias,cudnn,dwcuda,
-# bntrain,infov,foreach,dwbwd,fewrows,minrows,nchw,bwd16): not the model
+# bntrain,infov,foreach,fewrows,minrows,nchw,bwd16): not the model
 EXP = set(filter(None, os.environ.get("GPU_EXP", "").split(",")))
 EXTRA: tuple = ((("small_tile", 0.2, 1.0, 0.7),) if "smalltile" in EXP else ()) + \
     ((("graph_overhead", 0.02, 1.0, 0.5),) if "graph" in EXP else ()) + \
     ((("inference_overhead", 0.2, 1.0, 0.7),) if "infov" in EXP else ()) + \
-    ((("depthwise_backward", 0.002, 1.0, 0.05),) if "dwbwd" in EXP else ()) + \
     ((("backward_fp16", 0.2, 1.0, 0.8),) if "bwd16" in EXP else ())    # screening only
 # "graph": a factor on the per-kernel overhead of the rows not timed in eager PyTorch (MXNet, TensorFlow, Caffe,
 # Torch7: a runtime that runs a graph, or Lua's thinner dispatch), so PyTorch's overhead is not fitted to them
@@ -320,9 +320,8 @@ def features(rows: list[dict]) -> dict:
             # screening: a depthwise conv on CUDA cores whatever the precision (no tensor-core kernel: on an H200
             # a depthwise network's bf16 training step took as long as its fp32 one)
             cuda_core = "dwcuda" in EXP and tc and w.work_class == "depthwise_conv"
-            # screening: a depthwise conv's backward kernels at their own share of the CUDA-core (fp32) peak in every
-            # precision (branch issue13-depthwise-backward has it in core)
-            dwb = "dwbwd" in EXP and w.backward and w.work_class == "depthwise_conv"
+            # a depthwise conv's backward kernels: their own share of the CUDA-core peak (gpu_model.on_cuda_cores)
+            dwb = gpu_model.on_cuda_cores(w, {"depthwise_backward": 1.0})
             cols["dwb"].append(int(dwb))
             cuda_core = cuda_core or dwb
             cols["tc"].append(0 if cuda_core else tc)
@@ -337,7 +336,7 @@ def features(rows: list[dict]) -> dict:
             cols["wave"].append(gpu_model.wave_efficiency(t128, dev.sm_count))
             cols["wave64"].append(gpu_model.wave_efficiency(t64, dev.sm_count))
             cols["wave32"].append(gpu_model.wave_efficiency(t32, dev.sm_count))
-            cols["peak"].append(dev.peak_flops["fp32"] if cuda_core else e.peak)
+            cols["peak"].append(e.cuda_core_peak if dwb else dev.peak_flops["fp32"] if cuda_core else e.peak)
             cols["bw"].append(e.bandwidth)
             cols["eager"].append(int(r["framework"].startswith("PyTorch")))
             cols["infer"].append(int(r["pass"] == "inference"))
@@ -364,9 +363,8 @@ def predict(f: dict, vec_of_row: np.ndarray, timed: bool = True) -> np.ndarray:
     if "smalltile" in EXP:
         s = v[:, NAMES.index("small_tile")]
         wave = np.maximum(np.maximum(wave, f["wave64"] * s), f["wave32"] * s * s)
-    eff = eff_cls * tc * bwd
-    if "dwbwd" in EXP:
-        eff = np.where(f["dwb"] > 0, v[:, NAMES.index("depthwise_backward")], eff)
+    # a depthwise conv's backward kernel: depthwise_backward of the CUDA-core peak (gpu_model.efficiency)
+    eff = np.where(f["dwb"] > 0, v[:, NAMES.index("depthwise_backward")], eff_cls * tc * bwd)
     if "bwd16" in EXP:      # screening: fp16/bf16 tensor-core backward kernels at a factor of their own
         eff = eff * np.where((f["bwd"] > 0) & (f["tc"] == 2), v[:, NAMES.index("backward_fp16")], 1.0)
     comp = f["flops"] / (f["peak"] * eff * wave)

@@ -36,9 +36,12 @@ Every factor but the wave efficiency is a named parameter, fitted per GPU archit
   or linear layer ends with its cast kernels (``core.paleo.cast_work``), one per parameter tensor, the forward's
   casting the fp32 master weights to fp16 (6 bytes a parameter), the backward's the gradients back (6 bytes): memory
   and overhead terms, no FLOPs. Fitted, not assumed: all four held-out figures fell (docs/benchmarks.md, tried 25).
-* A depthwise conv runs at the grouped-conv factors in both passes. Its backward at a fitted share of the CUDA-core
-  peak in every precision (PyTorch's native depthwise kernels have no tensor-core path) was fitted in full and not
-  kept (docs/benchmarks.md, tried 23 and 24): both held-out medians fell, the held-out-by-GPU p90 rose.
+* A depthwise conv's forward runs at the grouped-conv factors; its backward (input and weight gradients) at its own
+  share of the CUDA-core peak, ``depthwise_backward``, in every precision: PyTorch's native depthwise kernels have
+  no tensor-core path and accumulate in fp32. With the grouped-conv factors, this project's H100 and H200
+  depthwise networks' training steps at batch 128–256 came out 31–40 % too fast while their inference passes were
+  too slow (docs/benchmarks.md, tried 23, 24, 26 and 28). A parameter set without it uses the grouped-conv rule.
+  Not modelled: PyTorch sends a depthwise conv with channels-last input (ConvNeXt's, after its permutes) to cuDNN.
 
 Generations are the devices' ``architecture`` values; Ampere is two: ``ampere`` (GA10x: RTX 30, A10, A40, RTX A6000)
 and ``ampere-ga100`` (A100), fitted apart because GA100's tensor cores do twice the work per SM (held-out error with
@@ -93,6 +96,10 @@ PARAMETERS = (
     # than the same call under no_grad
     ("autograd_overhead", "factor on the per-call overhead of a kernel called under autograd: a training step's "
                           "forward (graph recorded) and the backward (the engine's nodes)", 1.0, 3.0),
+    # a depthwise conv's input- and weight-gradient kernels: their own share of the CUDA-core peak, whatever the
+    # precision (no tensor-core kernel; they accumulate in fp32)
+    ("depthwise_backward", "share of the CUDA-core (fp32) peak a depthwise convolution's backward kernels reach",
+     0.002, 1.0),
 )
 PARAM_NAMES = tuple(p[0] for p in PARAMETERS)
 COMPUTE_CLASSES = ("conv", "grouped_conv", "linear")     # other classes of work: compute at the peak (memory-bound)
@@ -171,8 +178,25 @@ def dgrad_tiles(node, batch: int) -> int:
     return 0
 
 
+def on_cuda_cores(w: "Work", p: dict) -> bool:
+    """A depthwise conv's backward kernel (input or weight gradient), where the parameters have
+    ``depthwise_backward``: it runs at that share of the CUDA-core peak (``Estimate.cuda_core_peak``), not the
+    class's share of the precision's peak."""
+    return w.backward and w.work_class == "depthwise_conv" and "depthwise_backward" in p
+
+
+def cuda_core_precision(compute: str) -> str:
+    """The peak a kernel without tensor cores runs at, for a precision's math: fp64's for fp64, else fp32's (fp16,
+    bf16 and tf32 kernels on CUDA cores accumulate in fp32)."""
+    return "fp64" if compute == "fp64" else "fp32"
+
+
 def efficiency(w: "Work", compute: str, p: dict, sm_count: int | None) -> float:
-    """The share of the peak a work reaches: class × tensor-core factor × backward factor × wave efficiency."""
+    """The share of the peak a work reaches: class × tensor-core factor × backward factor × wave efficiency; a
+    depthwise conv's backward kernel (``on_cuda_cores``): ``depthwise_backward`` × wave efficiency, of the CUDA-core
+    peak."""
+    if on_cuda_cores(w, p):
+        return p["depthwise_backward"] * wave_efficiency(w.tiles, sm_count)
     cls = compute_class(w.work_class)
     eff = p[cls] if cls else 1.0
     if compute in TENSOR_FACTOR:
@@ -186,7 +210,8 @@ def efficiency(w: "Work", compute: str, p: dict, sm_count: int | None) -> float:
 def compute_s(w: "Work", e: "Estimate") -> float:
     if not w.flops:
         return 0.0
-    return w.flops / (e.peak * efficiency(w, e.precision.compute, e.model_params, e.device.sm_count))
+    peak = e.cuda_core_peak if on_cuda_cores(w, e.model_params) else e.peak
+    return w.flops / (peak * efficiency(w, e.precision.compute, e.model_params, e.device.sm_count))
 
 
 def memory_s(w: "Work", e: "Estimate") -> float:
@@ -206,12 +231,13 @@ def overhead_s(w: "Work", e: "Estimate") -> float:
 
 
 def kernel_seconds(k, peak: float, bandwidth: float, p: dict, compute: str, sm_count: int | None,
-                   overhead: bool = True, train: bool = False) -> dict | None:
+                   overhead: bool = True, train: bool = False, core_peak: float | None = None) -> dict | None:
     """``compute_s``, ``memory_s``, ``overhead_s`` and their max over many kernels at once: the arrays of
     ``core.paleo.Kernels`` (one entry per kernel; numpy, imported here so that ``import core`` does not load it).
     The same formulas as the functions above, each operation in the same order, so every time equals the
     per-``Work`` path's to the last bit (IEEE operations on the same operands). ``overhead`` False: CUDA Graphs (no
     overhead term). ``train``: the forward kernels are a training step's (under autograd, as the backward's are).
+    ``core_peak``: the CUDA-core peak of the kernels ``k.cuda_core`` marks (a depthwise conv's backward).
     None where a time is not a finite number: the per-work path then raises, naming the work."""
     import numpy as np
 
@@ -220,6 +246,9 @@ def kernel_seconds(k, peak: float, bandwidth: float, p: dict, compute: str, sm_c
     if compute in TENSOR_FACTOR:
         eff = eff * p[TENSOR_FACTOR[compute]]
     eff = eff * np.array([1.0, p["backward"], p.get("backward_weight", p["backward"])])[k.kind]
+    cuda = k.cuda_core & ("depthwise_backward" in p)       # on_cuda_cores(): only where the parameters have it
+    if cuda.any():
+        eff = np.where(cuda, p["depthwise_backward"], eff)
     with np.errstate(all="ignore"):
         if sm_count:             # wave_efficiency(): tiles / (⌈tiles / SMs⌉ · SMs), 1 without tiles
             t = k.tiles
@@ -230,7 +259,8 @@ def kernel_seconds(k, peak: float, bandwidth: float, p: dict, compute: str, sm_c
                 np.array([p.get("library_overhead", 1.0)] * len(COMPUTE_CLASSES) + [1.0])[k.work_class]
             graded = np.ones_like(k.kind, dtype=bool) if train else k.kind > 0
             ov = np.where(graded, ov * p.get("autograd_overhead", 1.0), ov)
-        out = {"compute": np.where(k.flops != 0, k.flops / (peak * eff), 0.0),
+        peaks = np.where(cuda, np.nan if core_peak is None else core_peak, peak) if cuda.any() else peak
+        out = {"compute": np.where(k.flops != 0, k.flops / (peaks * eff), 0.0),
                "memory": k.bytes / (bandwidth * p["memory"]), "overhead": ov}
         out["total"] = np.maximum(np.maximum(out["compute"], out["memory"]), out["overhead"])   # combine()
     if not all(np.isfinite(v).all() for v in out.values()):

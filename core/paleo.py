@@ -361,7 +361,8 @@ class Kernels:
     """The works ``Estimate._layer_parts`` makes, as numpy float64 arrays with one entry per kernel: ``flops``,
     ``bytes``, ``calls``, ``tiles``; ``work_class``: the index of the class in ``gpu_model.COMPUTE_CLASSES`` (its
     length for any other class: no class efficiency); ``kind``: 0 forward, 1 backward (an input gradient or any
-    other op's), 2 a weight gradient."""
+    other op's), 2 a weight gradient; ``cuda_core``: a depthwise conv's backward kernel (``gpu_model.on_cuda_cores``
+    where the parameters have ``depthwise_backward``)."""
 
     flops: Any
     bytes: Any
@@ -369,6 +370,7 @@ class Kernels:
     tiles: Any
     work_class: Any
     kind: Any
+    cuda_core: Any
 
 
 @dataclass(frozen=True)
@@ -437,7 +439,7 @@ def predicted_work(compiled: Compiled, fused: bool, batch: int, precision: Preci
     act, wt = p.activation, p.weight
     layers = _predicted_layers(compiled, fused, p.compute)
     L, none = len(layers), len(gpu_model.COMPUTE_CLASSES)
-    empty = (0, 0, 0, 0, none, 1)
+    empty = (0, 0, 0, 0, none, 1, 0)
     fwd, first, second, fcast, bcast, rows, algorithms = [], [], [], [], [], [], []
     for i, (lw, wino, alg, cls, split) in enumerate(layers):
         node, f, b = lw.node, lw.forward, lw.backward
@@ -450,32 +452,33 @@ def predicted_work(compiled: Compiled, fused: bool, batch: int, precision: Preci
         algorithms.append(alg)
         tiles = gpu_model.layer_tiles(node, n) if node.rule.gemm else 0
         fbytes = (f.act * act + f.xbytes) * n + f.weights * wt
-        fwd.append((ffl, fbytes, f.calls, tiles, cls, 0))
+        fwd.append((ffl, fbytes, f.calls, tiles, cls, 0, 0))
         fk, bk = [(i, ffl, fbytes)], []
+        dw = int(lw.work_class == "depthwise_conv")      # its backward kernels: gpu_model.on_cuda_cores
         if not (bfl and split):
-            first.append((bfl, (b.act * act + b.xbytes) * n + b.weights * wt, b.calls, tiles, cls, 1))
+            first.append((bfl, (b.act * act + b.xbytes) * n + b.weights * wt, b.calls, tiles, cls, 1, dw))
             second.append(empty)
             bk.append((L + i, first[-1][0], first[-1][1]))
         else:                       # _layer_parts: the weight gradient, and the input gradient where it has FLOPs
             wfl = bfl * node.bwd_weight_flops / b.flops
-            wgrad = (wfl, split[0] * act * n + node.params.trainable * wt, 1, tiles, cls, 2)
+            wgrad = (wfl, split[0] * act * n + node.params.trainable * wt, 1, tiles, cls, 2, dw)
             if bfl - wfl <= 0:
                 first.append(wgrad)
                 second.append(empty)
                 bk.append((L + i, wgrad[0], wgrad[1]))
             else:
                 first.append((bfl - wfl, split[1] * act * n + split[2] * wt, 1, gpu_model.dgrad_tiles(node, n),
-                              cls, 1))
+                              cls, 1, dw))
                 second.append(wgrad)
                 bk += [(L + i, first[-1][0], first[-1][1]), (2 * L + i, wgrad[0], wgrad[1])]
         for casts, kernels, which, index in ((fcast, fk, "forward", 3 * L + i), (bcast, bk, "backward", 4 * L + i)):
             c = cast_work(lw, p, which)
-            casts.append((0, c.bytes, c.calls, 0, none, int(which == "backward")) if c else empty)
+            casts.append((0, c.bytes, c.calls, 0, none, int(which == "backward"), 0) if c else empty)
             if c:
                 kernels.append((index, 0, c.bytes))
         frow = _kernel_row(fk)
         rows.append((*frow[:2], *_kernel_row(bk), frow[2]))
-    cols = list(zip(*(fwd + first + second + fcast + bcast))) or [()] * 6
+    cols = list(zip(*(fwd + first + second + fcast + bcast))) or [()] * 7
     try:
         arrays = [np.array(c, dtype=np.float64) for c in cols]
     except OverflowError:           # an integer beyond a float
@@ -484,7 +487,8 @@ def predicted_work(compiled: Compiled, fused: bool, batch: int, precision: Preci
         return None
     totals = {"forward": (_add_all(r[0] for r in rows), _add_all(r[1] for r in rows)),
               "backward": (_add_all(r[2] for r in rows), _add_all(r[3] for r in rows))}
-    return PredictedWork(Kernels(*arrays[:4], arrays[4].astype(np.intp), arrays[5].astype(np.intp)), L,
+    return PredictedWork(Kernels(*arrays[:4], arrays[4].astype(np.intp), arrays[5].astype(np.intp),
+                                 arrays[6].astype(bool)), L,
                          tuple(rows), totals, tuple(algorithms))
 
 
@@ -1116,6 +1120,20 @@ class Estimate:
         return seconds
 
     @cached_property
+    def cuda_core_peak(self) -> float:
+        """The predicted variant's peak for kernels on CUDA cores (``gpu_model.on_cuda_cores``: a depthwise conv's
+        backward): the device's fp32 peak (fp64's for fp64). Asked only of a network that has such a kernel; a
+        device without that peak is an error naming the figure."""
+        field = gpu_model.cuda_core_precision(self.precision.compute)
+        peak = self.device.peak_flops.get(field)
+        if peak is None:
+            raise DeviceError(f"a depthwise convolution's backward runs on CUDA cores at the {field} peak, and "
+                              f"{self.device.name} has none (it has {', '.join(self.device.precisions)})",
+                              node=self.device.id, field=f"peak_flops.{field}", value=None)
+        _check_rate(peak, self.device, f"peak_flops.{field}")
+        return peak
+
+    @cached_property
     def _predicted(self) -> PredictedTimes | None:
         """The predicted variant's times from arrays (``predicted_work``, ``gpu_model.kernel_seconds``): the
         per-work path's numbers, fast. None for the other variants, and where a time is not a finite number (the
@@ -1127,8 +1145,10 @@ class Estimate:
             return None
         args = (work.kernels, self.peak, self.bandwidth, self.model_params, self.precision.compute,
                 self.device.sm_count, self._has("overhead"))
-        seconds = gpu_model.kernel_seconds(*args)
-        train = gpu_model.kernel_seconds(*args, train=True)        # its first L kernels: a training step's forward
+        core = self.cuda_core_peak if work.kernels.cuda_core.any() and \
+            "depthwise_backward" in self.model_params else None
+        seconds = gpu_model.kernel_seconds(*args, core_peak=core)
+        train = gpu_model.kernel_seconds(*args, train=True, core_peak=core)   # its first L: a training step's forward
         if seconds is None or train is None:
             return None
         return PredictedTimes(work, seconds, train)

@@ -238,6 +238,57 @@ def test_mixed_precision_casts_by_hand(monkeypatch):
     assert fp16.layers[0]["forward_bytes"] == 128 and fp16.layer_times[0].forward_kernels == ()
 
 
+def depthwise_net() -> Network:
+    return Network.make("dw", {"x": (2, 8, 8)}, [
+        Node.make("pw", "conv2d", "x", out_channels=2, kernel_size=1, bias=False),
+        Node.make("dw", "conv2d", "pw", out_channels=2, kernel_size=3, padding=1, groups=2, bias=False)])
+
+
+def test_a_depthwise_backward_runs_on_cuda_cores_by_hand(monkeypatch):
+    """``depthwise_backward``: a depthwise conv's input- and weight-gradient kernels reach that share of the
+    CUDA-core (fp32) peak in every precision, in place of the class × tensor-core × backward factors; its forward
+    and every other kernel keep theirs. A parameter set without it keeps the old rule."""
+    monkeypatch.setattr(gm, "load_params", lambda: {"generations": {"volta": {**TOY_PARAMS,
+                                                                              "depthwise_backward": 0.1}}})
+    e = estimate(depthwise_net(), TOY, batch_size=2, dtype="fp16", variant="predicted")
+    assert e._predicted is not None and e._predicted.work.kernels.cuda_core.sum() == 2     # dw's dgrad and wgrad
+    dgrad, wgrad = e._layer_parts("backward")[1]
+    assert gm.on_cuda_cores(dgrad, e.model_params) and gm.on_cuda_cores(wgrad, e.model_params)
+    assert not gm.on_cuda_cores(e._layer_parts("forward")[1][0], e.model_params)
+    # dw: 2 × 8 × 8 = 128 outputs × 9 MACs × 2 = 2,304 FLOPs per sample for each of dgrad and wgrad; batch 2: 4,608
+    # tiles: 2 groups × ⌈2·64 / 128⌉ × ⌈1 / 128⌉ = 2 (both GEMMs) → wave 2 / 10 = 0.2
+    # compute: 4,608 / (1e9 fp32 peak × 0.1 × 0.2) = 4,608 / 2e7 = 2.304e-4 s
+    # memory: (dy 128 + x or dx 128) × 2 B × 2 + 18 weights × 2 B = 1,060 B / (1e8 × 0.8) = 1.325e-5 s
+    # overhead: 1 call × 1e-5 s; each kernel max(2.304e-4, 1.325e-5, 1e-5) = 2.304e-4 s
+    dw = e.layer_times[1]
+    assert [k.total_s for k in dw.backward_kernels] == pytest.approx([2.304e-4, 2.304e-4])
+    assert dw.backward.compute_s == pytest.approx(4.608e-4)
+    # the forward keeps the class's rule: 0.25 grouped × 0.5 fp16 tensor × 0.2 wave = 0.025 of 4e9 → 4,608 / 1e8
+    assert dw.forward.compute_s == pytest.approx(4.608e-5)
+    # without the parameter: dgrad 0.25 × 0.5 × 0.5 backward × 0.2 = 0.0125 of 4e9 → 4,608 / 5e7 = 9.216e-5 s;
+    # wgrad 0.25 × 0.5 × 0.25 backward_weight × 0.2 = 0.00625 → 4,608 / 2.5e7 = 1.8432e-4 s
+    monkeypatch.setattr(gm, "load_params", lambda: {"generations": {"volta": TOY_PARAMS}})
+    old = estimate(depthwise_net(), TOY, batch_size=2, dtype="fp16", variant="predicted")
+    assert [k.total_s for k in old.layer_times[1].backward_kernels] == pytest.approx([9.216e-5, 1.8432e-4])
+
+
+def test_a_depthwise_backward_needs_the_cuda_core_peak(monkeypatch):
+    """A device without an fp32 peak cannot time a depthwise conv's backward: a DeviceError names the figure and
+    what the device has; a network without a depthwise conv does not need it."""
+    monkeypatch.setattr(gm, "load_params", lambda: {"generations": {"volta": {**TOY_PARAMS,
+                                                                              "depthwise_backward": 0.1}}})
+    half_only = Device(id="half-gpu", name="Half GPU", vendor="test", kind="GPU", year=2020,
+                       peak_flops={"fp16": 4e9}, memory_bandwidth=1e8, memory_capacity=1e9,
+                       source="hand-made for tests", note="", architecture="volta", sm_count=10)
+    assert estimate(two_layer(), half_only, batch_size=2, dtype="fp16", variant="predicted").totals["training_step_s"]
+    e = estimate(depthwise_net(), half_only, batch_size=2, dtype="fp16", variant="predicted")
+    with pytest.raises(CalcError, match="depthwise convolution's backward runs on CUDA cores at the fp32 peak, "
+                                        "and Half GPU has none") as err:
+        _ = e.totals["training_step_s"]
+    assert (err.value.node, err.value.field) == ("half-gpu", "peak_flops.fp32")
+    assert gm.cuda_core_precision("fp64") == "fp64" and gm.cuda_core_precision("bf16") == "fp32"
+
+
 def test_predicted_rows_sum_to_totals():
     from core import zoo
     e = estimate(zoo.get("resnet18"), "v100-sxm2", batch_size=8, variant="predicted")
@@ -380,7 +431,8 @@ def test_the_few_rows_pull_by_hand(monkeypatch):
 def test_the_fits_prediction_is_the_estimates_for_every_pass(monkeypatch):
     """The fit's numpy prediction (``predict``, timed regions' extras left out) equals ``Estimate(variant=
     "predicted")`` read as the row's pass says (``pass_seconds``), for one row of each pass and framework in the
-    dataset: inference, a training step, and Torch7's forward, backward and forward + backward."""
+    dataset: inference, a training step, and Torch7's forward, backward and forward + backward, and a depthwise
+    network's training step."""
     import numpy as np
     fit = _fit_module()
     rows, _ = fit.load_rows()
@@ -391,6 +443,9 @@ def test_the_fits_prediction_is_the_estimates_for_every_pass(monkeypatch):
     sub = list(picked.values())
     assert {r["pass"] for r in sub} == {"inference", "forward", "backward", "forward_backward", "training_step"}
     assert {r["pass"] for r in sub if r["precision"] == "mixed"} >= {"inference", "training_step"}
+    # and a depthwise network's training step in bf16 at a batch where its backward is compute-bound on CUDA cores
+    sub.append(next(r for r in rows if (r["network"], r["pass"], r["precision"], r["batch"]) ==
+                    ("mobilenet_v2", "training_step", "bf16", 256)))
     params = {n: v * 1.1 for n, v in fit.START.items()}          # not the file's: any parameters must agree
     params["autograd_overhead"] = 1.4
     monkeypatch.setattr(gm, "load_params", lambda: {"generations": {r["generation"]: params for r in rows}})

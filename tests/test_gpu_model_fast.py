@@ -79,3 +79,22 @@ def test_a_time_beyond_a_float_gets_the_per_work_error():
     with pytest.raises(CalcError, match="not a finite number") as err:
         _ = e.totals
     assert err.value.field == "peak_flops.fp32"
+
+
+@pytest.mark.parametrize("device, dtype", [("h100-sxm", "bf16"), ("v100-sxm2", "fp32"), ("t4", "mixed")])
+def test_depthwise_backward_on_cuda_cores_on_both_paths(monkeypatch, device, dtype):
+    """With ``depthwise_backward`` (a depthwise conv's backward at a share of the CUDA-core peak, whatever the
+    precision), the array path marks those kernels and still equals the per-work path to the bit."""
+    from core import gpu_model as gm
+
+    doc = gm.load_params()
+    gens = {g: {**p, "depthwise_backward": 0.0123} for g, p in doc["generations"].items()}
+    monkeypatch.setattr(gm, "load_params", lambda: {**doc, "generations": gens})
+    e = estimate(analyze("mobilenet_v2", None, 8, dtype), device, 8, dtype)
+    ref = reference(e)
+    # each depthwise layer's backward parts but mixed precision's cast kernel: its dgrad and wgrad
+    depthwise = [len([w for w in parts if not w.cast]) for lw, parts in zip(e.work.layers, e._layer_parts("backward"))
+                 if lw.work_class == "depthwise_conv"]
+    assert depthwise == [2] * 17 and e._predicted.work.kernels.cuda_core.sum() == 34        # MobileNet V2: 17
+    assert e.layer_times == ref.layer_times and e.totals == ref.totals and e.limited_by == ref.limited_by
+    assert e.train_forward == ref.train_forward
