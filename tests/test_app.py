@@ -200,6 +200,28 @@ def test_mixed_precision_breakdown_names_the_cast_kernels():
     assert casts > 0 and est.totals["forward_s"] > casts
 
 
+def test_depthwise_breakdown_names_the_cuda_core_backward():
+    """A network with depthwise convolutions gets the caption on their backward kernels (their own share of the
+    fp32 CUDA-core peak), and the breakdown's backward is the estimate's, which charges them so; one without
+    (the default ResNet) does not mention it."""
+    from core import gpu_model
+    from core.api import estimate
+    at = AppTest.from_file(ESTIMATES_PAGE, default_timeout=60).run()
+    assert not any("depthwise" in c.value for c in at.caption)
+    at.selectbox(key="model").set_value("mobilenet_v2").run()
+    assert not at.exception
+    assert any("depthwise convolution's backward kernels" in c.value and "CUDA-core" in c.value for c in at.caption)
+    est = estimate(core.zoo.get("mobilenet_v2"), "v100-sxm2", batch_size=1)
+    assert est.variant == "predicted" and "depthwise_backward" in est.model_params
+    bwd = at.dataframe[0].value.set_index("pass").loc["backward", "total ms"]
+    assert bwd == pytest.approx(est.totals["backward_s"] * 1e3)
+    # MobileNet V2's 17 depthwise convs: each backward part but a cast runs on CUDA cores
+    dw = [lw for lw in est.work.layers if lw.work_class == "depthwise_conv"]
+    parts = [w for lw, ps in zip(est.work.layers, est._layer_parts("backward")) if lw.work_class == "depthwise_conv"
+             for w in ps]
+    assert len(dw) == 17 and all(gpu_model.on_cuda_cores(w, est.model_params) for w in parts)
+
+
 def test_markdown_report_holds_totals_and_rows():
     from ui.text import markdown_report
     md = markdown_report(core.analyze("mnist_cnn"))

@@ -90,7 +90,11 @@ if tab_parts.open and est.variant == "predicted":
                       "limits. 3×3 stride-1 convolutions in fp32 run as Winograd, as cuDNN picks them." +
                       (" Mixed precision runs as PyTorch's autocast: each conv or linear layer also runs cast "
                        "kernels, its fp32 weights to fp16 in every forward and its gradients back in the backward "
-                       "(bytes and launches, fitted: docs/benchmarks.md, tried 25)." if est.precision.master else ""))
+                       "(bytes and launches, fitted: docs/benchmarks.md, tried 25)." if est.precision.master else "") +
+                      (" A depthwise convolution's backward kernels (PyTorch's own, with no tensor-core path) run at "
+                       "their own fitted share of the fp32 CUDA-core peak in every precision (docs/benchmarks.md, "
+                       "tried 28)." if "depthwise_backward" in est.model_params and any(
+                           lw.work_class == "depthwise_conv" for lw in est.work.layers) else ""))
 elif tab_parts.open:
     dataframe(pd.DataFrame([
         {"part": "forward compute", "ms": t["forward_compute_s"] * 1e3},
