@@ -27,7 +27,7 @@ Every factor but the wave efficiency is a named parameter, fitted per GPU archit
   (same rows, full fit: LOSO 16.6 % / 46.5 %, LOGO 18.2 % / 49.2 %; docs/benchmarks.md has the split's).
 * A training step's forward is not an inference forward (``Estimate.train_forward``): autograd records its calls,
   each at ``autograd_overhead`` × the per-call overhead, as the backward's are. Fitted, not assumed: at batch 1,
-  where the host's per-call cost limits the passes, this project's H100 and H200 training steps took 1.30–1.42× an
+  where the host's per-call cost limits the passes, this project's H100 and H200 training steps took 1.29–1.41× an
   inference pass's time per kernel call the model counts, in every precision (docs/benchmarks.md). Train-mode
   batch norm's extra pass over its input was tried on top of it and not kept (docs/benchmarks.md, tried 21).
 * The optimizer step: per-parameter work at the same terms, one kernel call per layer that holds trainable

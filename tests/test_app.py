@@ -210,7 +210,8 @@ def test_depthwise_breakdown_names_the_cuda_core_backward():
     assert not any("depthwise" in c.value for c in at.caption)
     at.selectbox(key="model").set_value("mobilenet_v2").run()
     assert not at.exception
-    assert any("depthwise convolution's backward kernels" in c.value and "CUDA-core" in c.value for c in at.caption)
+    assert any("depthwise convolution's backward kernels" in c.value and "CUDA-core" in c.value
+               and "channels-last" in c.value for c in at.caption)
     est = estimate(core.zoo.get("mobilenet_v2"), "v100-sxm2", batch_size=1)
     assert est.variant == "predicted" and "depthwise_backward" in est.model_params
     bwd = at.dataframe[0].value.set_index("pass").loc["backward", "total ms"]

@@ -93,7 +93,9 @@ if tab_parts.open and est.variant == "predicted":
                        "(bytes and launches, fitted: docs/benchmarks.md, tried 25)." if est.precision.master else "") +
                       (" A depthwise convolution's backward kernels (PyTorch's own, with no tensor-core path) run at "
                        "their own fitted share of the fp32 CUDA-core peak in every precision (docs/benchmarks.md, "
-                       "tried 28)." if "depthwise_backward" in est.model_params and any(
+                       "tried 28). Not modelled: PyTorch sends a depthwise convolution whose input is channels-last "
+                       "(ConvNeXt's, after its permutes) to cuDNN instead, so ConvNeXt-T's training step at batch "
+                       "128–256 comes out ~1.6× too slow." if "depthwise_backward" in est.model_params and any(
                            lw.work_class == "depthwise_conv" for lw in est.work.layers) else ""))
 elif tab_parts.open:
     dataframe(pd.DataFrame([
