@@ -95,7 +95,8 @@ if tab_parts.open and est.variant == "predicted":
                        "their own fitted share of the fp32 CUDA-core peak in every precision (docs/benchmarks.md, "
                        "tried 28). Not modelled: PyTorch sends a depthwise convolution whose input is channels-last "
                        "(ConvNeXt's, after its permutes) to cuDNN instead, so ConvNeXt-T's training step at batch "
-                       "128–256 comes out ~1.6× too slow." if "depthwise_backward" in est.model_params and any(
+                       "128–256 comes out 2.1–2.8× too slow in fp16, bf16 and mixed precision (0.6–1.0× in fp32 "
+                       "and TF32)." if "depthwise_backward" in est.model_params and any(
                            lw.work_class == "depthwise_conv" for lw in est.work.layers) else ""))
 elif tab_parts.open:
     dataframe(pd.DataFrame([
