@@ -431,6 +431,16 @@ def test_the_few_rows_pull_by_hand(monkeypatch):
     assert fit.shrink(50) == pytest.approx(0.04)        # 0.02 × 100 / 50
 
 
+def test_a_gpu_at_two_clocks_is_one_held_out_gpu():
+    """Leave-one-GPU-out holds out a GPU at its base clock with the same GPU at boost (``k40-base`` with ``k40``),
+    so neither predicts the other; sources and other GPUs are their own folds."""
+    fit = _fit_module()
+    assert fit._fold_value({"gpu": "k40-base", "source_id": "s"}, "gpu") == fit._fold_value({"gpu": "k40"}, "gpu")
+    assert fit._fold_value({"gpu": "k80"}, "gpu") == "k80"
+    assert fit._fold_value({"gpu": "k40-base", "source_id": "jcjohnson-cnn-benchmarks"}, "source_id") == \
+        "jcjohnson-cnn-benchmarks"
+
+
 def test_the_fits_prediction_is_the_estimates_for_every_pass(monkeypatch):
     """The fit's numpy prediction (``predict``, timed regions' extras left out) equals ``Estimate(variant=
     "predicted")`` read as the row's pass says (``pass_seconds``), for one row of each pass and framework in the
