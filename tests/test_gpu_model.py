@@ -431,6 +431,18 @@ def test_the_few_rows_pull_by_hand(monkeypatch):
     assert fit.shrink(50) == pytest.approx(0.04)        # 0.02 × 100 / 50
 
 
+def test_channels_last_depthwise_convs_are_found():
+    """The screening pass for PyTorch's cuDNN depthwise path (GPU_EXP=dwlast): ConvNeXt-T's blocks (3 + 3 + 9 + 3 =
+    18) each start with a 7x7 depthwise conv whose input comes, through a residual add or a downsampling conv, from a
+    permute (0, 3, 1, 2), so all 18 take channels-last input; MobileNet V2's 17 follow NCHW convs only."""
+    from core import zoo
+    from core.graph import compile_network
+    fit = _fit_module()
+    cnx = fit.channels_last_depthwise(compile_network(zoo.get("convnext_tiny")))
+    assert len(cnx) == 18 and all(n.endswith("block.0") for n in cnx)
+    assert fit.channels_last_depthwise(compile_network(zoo.get("mobilenet_v2"))) == set()
+
+
 def test_a_gpu_at_two_clocks_is_one_held_out_gpu():
     """Leave-one-GPU-out holds out a GPU at its base clock with the same GPU at boost (``k40-base`` with ``k40``),
     so neither predicts the other; sources and other GPUs are their own folds."""
