@@ -251,8 +251,7 @@ def channels_last_depthwise(compiled) -> set:
             last[node.name] = tuple(node.attrs.get("dims", ())) == (0, 3, 1, 2)
         else:
             last[node.name] = node.op in KEEPS_LAYOUT and any(ins)
-        if node.op == "conv2d" and ins and ins[0] and node.attrs.get("groups", 1) > 1 and \
-                node.attrs.get("groups") == node.in_shapes[0][0]:
+        if ins and ins[0] and node.rule.work_class(node.ctx) == gpu_model.CUDA_CORE_BACKWARD:
             out.add(node.name)
     return out
 

@@ -178,11 +178,14 @@ def dgrad_tiles(node, batch: int) -> int:
     return 0
 
 
+CUDA_CORE_BACKWARD = "depthwise_conv"       # the work class whose backward kernels ``on_cuda_cores`` marks
+
+
 def on_cuda_cores(w: "Work", p: dict) -> bool:
     """A depthwise conv's backward kernel (input or weight gradient), where the parameters have
     ``depthwise_backward``: it runs at that share of the CUDA-core peak (``Estimate.cuda_core_peak``), not the
     class's share of the precision's peak."""
-    return w.backward and w.work_class == "depthwise_conv" and "depthwise_backward" in p
+    return w.backward and w.work_class == CUDA_CORE_BACKWARD and "depthwise_backward" in p
 
 
 def cuda_core_precision(compute: str) -> str:

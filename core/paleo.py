@@ -454,7 +454,7 @@ def predicted_work(compiled: Compiled, fused: bool, batch: int, precision: Preci
         fbytes = (f.act * act + f.xbytes) * n + f.weights * wt
         fwd.append((ffl, fbytes, f.calls, tiles, cls, 0, 0))
         fk, bk = [(i, ffl, fbytes)], []
-        dw = int(lw.work_class == "depthwise_conv")      # its backward kernels: gpu_model.on_cuda_cores
+        dw = int(lw.work_class == gpu_model.CUDA_CORE_BACKWARD)     # its backward kernels: on_cuda_cores
         if not (bfl and split):
             first.append((bfl, (b.act * act + b.xbytes) * n + b.weights * wt, b.calls, tiles, cls, 1, dw))
             second.append(empty)

@@ -5,7 +5,7 @@ tab runs, so a change re-renders fast."""
 import pandas as pd
 import streamlit as st
 
-from core import CalcError
+from core import CalcError, gpu_model
 from core.api import estimate, scaling, sweep
 from core.choices import ALLREDUCE, CONV_ALGORITHMS, SCALING_MODES
 from core.cli import calibration_line
@@ -97,7 +97,7 @@ if tab_parts.open and est.variant == "predicted":
                        "(ConvNeXt's, after its permutes) to cuDNN instead, so ConvNeXt-T's training step at batch "
                        "128–256 comes out 2.1–2.8× too slow in fp16, bf16 and mixed precision (0.6–1.0× in fp32 "
                        "and TF32)." if "depthwise_backward" in est.model_params and any(
-                           lw.work_class == "depthwise_conv" for lw in est.work.layers) else ""))
+                           lw.work_class == gpu_model.CUDA_CORE_BACKWARD for lw in est.work.layers) else ""))
 elif tab_parts.open:
     dataframe(pd.DataFrame([
         {"part": "forward compute", "ms": t["forward_compute_s"] * 1e3},
