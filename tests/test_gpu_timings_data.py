@@ -193,8 +193,9 @@ MEASURED_FOLDERS = {
     "h100-2026-11-27": ("h100-sxm", "NVIDIA H100 80GB HBM3", 132, "1980", 560, 140, (1,)),
     # the H200's 32 missing mixed cases, the next day on another H200 machine, less the last one (its deadline):
     # ResNet-152 and RegNetY-1.6GF 2 x 10, ConvNeXt-T batch 8/128/256 x 2 passes = 6, ShuffleNet V2 batch 8/128 x
-    # 2 = 4, MobileNet V2 batch 128 inference = 1; 20 + 6 + 4 + 1 = 31
-    "h200-2026-11-27": ("h200-sxm", "NVIDIA H200", 132, "1980", 31, 31, (1,)),
+    # 2 = 4, MobileNet V2 batch 128 inference = 1; 20 + 6 + 4 + 1 = 31; then the last one, MobileNet V2's training
+    # step at batch 128, in a later session the same day (run 2): 32
+    "h200-2026-11-27": ("h200-sxm", "NVIDIA H200", 132, "1980", 32, 32, (1, 2)),
 }
 
 
