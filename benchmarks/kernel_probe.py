@@ -70,9 +70,13 @@ def kernels(torch, fn, calls: int) -> dict:
     return {e.key: [e.count / calls, us / calls] for e, us in (on_gpu or [(e, us) for e, us in timed if us])}
 
 
-def event_ms(torch, dev, fn, reps: int = 15) -> float:
-    """Median of reps single calls, each bracketed by CUDA events (host clock on a CPU)."""
-    for _ in range(3):
+REPS = 15                    # timed calls per case (the dry run: 2)
+
+
+def event_ms(torch, dev, fn) -> float:
+    """Median of ``REPS`` single calls after 3 untimed ones, each bracketed by CUDA events (host clock on a CPU)."""
+    reps = REPS
+    for _ in range(3 if reps > 2 else 1):
         fn()
     ts = []
     for _ in range(reps):
@@ -129,9 +133,11 @@ def batchnorm_passes(F, x, state, g):
     return ("forward", fwd), ("forward_backward", fwd_bwd)
 
 
-def batchnorm_cases(torch, dev, precisions, stop: float, sink) -> None:
-    """A train-mode batch norm alone: its forward, and forward + backward (autograd, x and the weights)."""
+def batchnorm_cases(torch, dev, precisions, stop: float, sink, batch_of=None) -> None:
+    """A train-mode batch norm alone: its forward, and forward + backward (autograd, x and the weights);
+    ``batch_of`` (the dry run's): a batch for every case instead of the layer's own."""
     for label, c, h, batch in BATCHNORM:
+        batch = batch_of or batch
         for precision in precisions:
             if time.monotonic() > stop:
                 return
@@ -180,9 +186,12 @@ def main(argv=None) -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--deadline", type=float, default=240.0, help="seconds; no case starts after it")
-    ap.add_argument("--parts", default="dw,nets")
-    ap.add_argument("--quick", action="store_true", help="batch 2, fp32 and bf16, one small network (a dry run)")
+    ap.add_argument("--parts", default="dw,nets,bn")
+    ap.add_argument("--quick", action="store_true",
+                    help="batch 2, fp32 and bf16, 2 timed calls, one small network (a dry run)")
     a = ap.parse_args(argv)
+    global REPS
+    REPS = 2 if a.quick else REPS
     import torch
     import torchvision as tv
     dev = torch.device(a.device)
@@ -207,7 +216,7 @@ def main(argv=None) -> int:
                         ("nchw", "nhwc"), stop, sink_to("probe_dw.jsonl"))
     if "bn" in parts:
         batchnorm_cases(torch, dev, ("fp32", "bf16") if a.quick else tuple(BN_PRECISIONS), stop,
-                        sink_to("probe_bn.jsonl"))
+                        sink_to("probe_bn.jsonl"), 2 if a.quick else None)
     if "nets" in parts:
         cases = (("squeezenet1_1", "fp32", 2),) if a.quick else NET_STEPS
         net_cases(torch, tv, dev, cases, stop, sink_to("probe_nets.jsonl"))

@@ -127,3 +127,26 @@ def test_measure_gpu_writes_lines_the_dataset_builder_reads(tmp_path, monkeypatc
         [(m["pass"], round(m["measured_ms"], 6), "measured-cpu-test") for m in lines]
     assert rows[1]["source"].startswith("benchmarks/data/measured/cpu-test/gpu_measured.jsonl :: line 2 ")
     assert "cuDNN 9.19.0" in rows[0]["framework"]
+
+
+def test_kernel_probe_dry_run_on_the_cpu(tmp_path):
+    """benchmarks/kernel_probe.py on the CPU (--quick: batch 2, fp32 and bf16): one line per depthwise case and
+    pass, and per batch-norm case and pass, each timed; the probe's shapes are the layers it names."""
+    import json
+    import math
+
+    import kernel_probe
+
+    assert kernel_probe.main(["--out", str(tmp_path), "--device", "cpu", "--quick", "--deadline", "300",
+                              "--parts", "dw,bn"]) == 0
+    dw = [json.loads(x) for x in (tmp_path / "probe_dw.jsonl").read_text().splitlines()]
+    assert len(dw) == len(kernel_probe.DEPTHWISE) * 2 * 2 * 3        # cases × dtypes × layouts × passes
+    assert all(r["ms"] > 0 and r["out_hw"] == math.ceil(r["hw"] / r["stride"]) for r in dw)
+    assert {r["pass"] for r in dw} == {"forward", "dgrad", "wgrad"} and {r["layout"] for r in dw} == {"nchw", "nhwc"}
+    bn = [json.loads(x) for x in (tmp_path / "probe_bn.jsonl").read_text().splitlines()]
+    assert len(bn) == len(kernel_probe.BATCHNORM) * 2 * 2            # cases × precisions × passes
+    assert all(r["ms"] > 0 and r["batch"] == 2 for r in bn)
+    # the "same.*" cases hold one tensor size over 32 … 2048 channels: 64·56·56 = 200,704 elements a sample, ±3 %
+    same = [(c, h) for label, c, h, _ in kernel_probe.BATCHNORM if label.startswith("same.")]
+    assert [c for c, _ in same] == [32, 64, 128, 256, 512, 1024, 2048]
+    assert all(abs(c * h * h / 200_704 - 1) < 0.03 for c, h in same)
