@@ -261,7 +261,7 @@ def features(rows: list[dict]) -> dict:
     compiled: dict = {}
     dw_last: dict = {}
     keys = ("row", "pidx", "flops", "bytes", "calls", "views", "cls", "tc", "bwd", "wgrad", "wave", "wave64",
-            "wave32", "peak", "bw", "eager", "infer", "dwb")
+            "wave32", "peak", "bw", "eager", "infer", "dwb", "fill")
     cols = {k: [] for k in keys}
     paleo_s, copy_s = [], []
     for i, r in enumerate(rows):
@@ -336,7 +336,14 @@ def features(rows: list[dict]) -> dict:
                 # pass reads x and dy before the pass that writes dx
                 x = node.in_elems * n * prec.activation
                 nbytes += x if pidx == 0 else 2 * x
+            if "bnelem" in EXP and node is not None and lw.work_class == "batch_norm" and \
+                    r["pass"] != "inference":
+                # screening: a train-mode batch norm costs per element what fp32 costs (on an H200 cuDNN's kernels
+                # took as long on fp16 input as on fp32: probe_bn.jsonl's "mixed" and "fp32")
+                nbytes *= max(1.0, 4 / prec.activation)
             cols["bytes"].append(nbytes)
+            # a one-block-per-channel kernel (a train-mode batch norm) fills blocks / SMs (gpu_model.memory_s)
+            cols["fill"].append(gpu_model.wave_efficiency(w.blocks, dev.sm_count))
             cols["calls"].append(w.calls)
             view = int(node is not None and w.calls == 0 and node.rule.alias and
                        (pidx == 0 or node.needs_grad) and not node.rule.stored)
@@ -395,7 +402,7 @@ def predict(f: dict, vec_of_row: np.ndarray, timed: bool = True) -> np.ndarray:
     if "bwd16" in EXP:      # screening: fp16/bf16 tensor-core backward kernels at a factor of their own
         eff = eff * np.where((f["bwd"] > 0) & (f["tc"] == 2), v[:, NAMES.index("backward_fp16")], 1.0)
     comp = f["flops"] / (f["peak"] * eff * wave)
-    mem = f["bytes"] / (f["bw"] * v[:, 5])
+    mem = f["bytes"] / (f["bw"] * v[:, 5] * f["fill"])
     ov = (f["calls"] + (f["views"] if "views" in EXP else 0)) * v[:, 6] * np.where(f["cls"] < 3, v[:, 9], 1.0)
     if "graph" in EXP:
         ov = ov * np.where(f["eager"] > 0, 1.0, v[:, NAMES.index("graph_overhead")])

@@ -179,6 +179,14 @@ def dgrad_tiles(node, batch: int) -> int:
 
 
 CUDA_CORE_BACKWARD = "depthwise_conv"       # the work class whose backward kernels ``on_cuda_cores`` marks
+PER_CHANNEL = "batch_norm"                  # the work class whose train-mode kernels run one thread block a channel
+
+
+def channel_blocks(node, work_class: str | None, which: str) -> int:
+    """The thread blocks of a kernel that gives each channel one (a train-mode batch norm: its channels, in a
+    training step's forward and in the backward; an inference pass's is elementwise): 0 for any other kernel.
+    ``which``: forward (inference), train_forward or backward."""
+    return node.in_shapes[0][0] if work_class == PER_CHANNEL and which != "forward" and node.in_shapes[0] else 0
 
 
 def on_cuda_cores(w: "Work", p: dict) -> bool:
@@ -218,7 +226,9 @@ def compute_s(w: "Work", e: "Estimate") -> float:
 
 
 def memory_s(w: "Work", e: "Estimate") -> float:
-    return w.bytes / (e.bandwidth * e.model_params["memory"])
+    """Bytes at the fitted share of the bandwidth, × the share of SMs a one-block-per-channel kernel fills
+    (``channel_blocks``; 1 for any other kernel)."""
+    return w.bytes / (e.bandwidth * e.model_params["memory"] * wave_efficiency(w.blocks, e.device.sm_count))
 
 
 def overhead_s(w: "Work", e: "Estimate") -> float:
@@ -241,6 +251,8 @@ def kernel_seconds(k, peak: float, bandwidth: float, p: dict, compute: str, sm_c
     per-``Work`` path's to the last bit (IEEE operations on the same operands). ``overhead`` False: CUDA Graphs (no
     overhead term). ``train``: the forward kernels are a training step's (under autograd, as the backward's are).
     ``core_peak``: the CUDA-core peak of the kernels ``k.cuda_core`` marks (a depthwise conv's backward).
+    ``k.blocks``: a one-block-per-channel kernel's blocks (``channel_blocks``), in the forward's entries the
+    training step's (used only where ``train``).
     None where a time is not a finite number: the per-work path then raises, naming the work."""
     import numpy as np
 
@@ -263,8 +275,11 @@ def kernel_seconds(k, peak: float, bandwidth: float, p: dict, compute: str, sm_c
             graded = np.ones_like(k.kind, dtype=bool) if train else k.kind > 0
             ov = np.where(graded, ov * p.get("autograd_overhead", 1.0), ov)
         peaks = np.where(cuda, np.nan if core_peak is None else core_peak, peak) if cuda.any() else peak
+        # memory_s(): × wave_efficiency(blocks) of a one-block-per-channel kernel; an inference forward has none
+        blocks = k.blocks if train else np.where(k.kind > 0, k.blocks, 0.0)
+        fill = np.where(blocks > 0, blocks / (np.ceil(blocks / sm_count) * sm_count), 1.0) if sm_count else 1.0
         out = {"compute": np.where(k.flops != 0, k.flops / (peaks * eff), 0.0),
-               "memory": k.bytes / (bandwidth * p["memory"]), "overhead": ov}
+               "memory": k.bytes / (bandwidth * p["memory"] * fill), "overhead": ov}
         out["total"] = np.maximum(np.maximum(out["compute"], out["memory"]), out["overhead"])   # combine()
     if not all(np.isfinite(v).all() for v in out.values()):
         return None

@@ -228,6 +228,7 @@ class Work:
     update: bool = False         # the optimizer step: ``calls`` are parameter tensors (a calibrated CPU's cost each)
     train: bool = False          # a training step's forward (a calibrated CPU's train figures)
     cast: bool = False           # mixed precision's cast of a layer's parameters or their gradients (predicted)
+    blocks: int = 0              # thread blocks of a one-block-per-channel kernel (predicted: the SMs it fills)
 
 
 @dataclass(frozen=True)
@@ -362,7 +363,9 @@ class Kernels:
     ``bytes``, ``calls``, ``tiles``; ``work_class``: the index of the class in ``gpu_model.COMPUTE_CLASSES`` (its
     length for any other class: no class efficiency); ``kind``: 0 forward, 1 backward (an input gradient or any
     other op's), 2 a weight gradient; ``cuda_core``: a depthwise conv's backward kernel (``gpu_model.on_cuda_cores``
-    where the parameters have ``depthwise_backward``)."""
+    where the parameters have ``depthwise_backward``); ``blocks``: a one-block-per-channel kernel's thread blocks
+    (``gpu_model.channel_blocks``; a forward entry holds the training step's, which an inference pass leaves
+    out), 0 elsewhere."""
 
     flops: Any
     bytes: Any
@@ -371,6 +374,7 @@ class Kernels:
     work_class: Any
     kind: Any
     cuda_core: Any
+    blocks: Any
 
 
 @dataclass(frozen=True)
@@ -439,7 +443,7 @@ def predicted_work(compiled: Compiled, fused: bool, batch: int, precision: Preci
     act, wt = p.activation, p.weight
     layers = _predicted_layers(compiled, fused, p.compute)
     L, none = len(layers), len(gpu_model.COMPUTE_CLASSES)
-    empty = (0, 0, 0, 0, none, 1, 0)
+    empty = (0, 0, 0, 0, none, 1, 0, 0)
     fwd, first, second, fcast, bcast, rows, algorithms = [], [], [], [], [], [], []
     for i, (lw, wino, alg, cls, split) in enumerate(layers):
         node, f, b = lw.node, lw.forward, lw.backward
@@ -452,33 +456,34 @@ def predicted_work(compiled: Compiled, fused: bool, batch: int, precision: Preci
         algorithms.append(alg)
         tiles = gpu_model.layer_tiles(node, n) if node.rule.gemm else 0
         fbytes = (f.act * act + f.xbytes) * n + f.weights * wt
-        fwd.append((ffl, fbytes, f.calls, tiles, cls, 0, 0))
+        blocks = gpu_model.channel_blocks(node, lw.work_class, "backward")   # a training step's forward's too
+        fwd.append((ffl, fbytes, f.calls, tiles, cls, 0, 0, blocks))
         fk, bk = [(i, ffl, fbytes)], []
         dw = int(lw.work_class == gpu_model.CUDA_CORE_BACKWARD)     # its backward kernels: on_cuda_cores
         if not (bfl and split):
-            first.append((bfl, (b.act * act + b.xbytes) * n + b.weights * wt, b.calls, tiles, cls, 1, dw))
+            first.append((bfl, (b.act * act + b.xbytes) * n + b.weights * wt, b.calls, tiles, cls, 1, dw, blocks))
             second.append(empty)
             bk.append((L + i, first[-1][0], first[-1][1]))
         else:                       # _layer_parts: the weight gradient, and the input gradient where it has FLOPs
             wfl = bfl * node.bwd_weight_flops / b.flops
-            wgrad = (wfl, split[0] * act * n + node.params.trainable * wt, 1, tiles, cls, 2, dw)
+            wgrad = (wfl, split[0] * act * n + node.params.trainable * wt, 1, tiles, cls, 2, dw, blocks)
             if bfl - wfl <= 0:
                 first.append(wgrad)
                 second.append(empty)
                 bk.append((L + i, wgrad[0], wgrad[1]))
             else:
                 first.append((bfl - wfl, split[1] * act * n + split[2] * wt, 1, gpu_model.dgrad_tiles(node, n),
-                              cls, 1, dw))
+                              cls, 1, dw, blocks))
                 second.append(wgrad)
                 bk += [(L + i, first[-1][0], first[-1][1]), (2 * L + i, wgrad[0], wgrad[1])]
         for casts, kernels, which, index in ((fcast, fk, "forward", 3 * L + i), (bcast, bk, "backward", 4 * L + i)):
             c = cast_work(lw, p, which)
-            casts.append((0, c.bytes, c.calls, 0, none, int(which == "backward"), 0) if c else empty)
+            casts.append((0, c.bytes, c.calls, 0, none, int(which == "backward"), 0, 0) if c else empty)
             if c:
                 kernels.append((index, 0, c.bytes))
         frow = _kernel_row(fk)
         rows.append((*frow[:2], *_kernel_row(bk), frow[2]))
-    cols = list(zip(*(fwd + first + second + fcast + bcast))) or [()] * 7
+    cols = list(zip(*(fwd + first + second + fcast + bcast))) or [()] * 8
     try:
         arrays = [np.array(c, dtype=np.float64) for c in cols]
     except OverflowError:           # an integer beyond a float
@@ -488,7 +493,7 @@ def predicted_work(compiled: Compiled, fused: bool, batch: int, precision: Preci
     totals = {"forward": (_add_all(r[0] for r in rows), _add_all(r[1] for r in rows)),
               "backward": (_add_all(r[2] for r in rows), _add_all(r[3] for r in rows))}
     return PredictedWork(Kernels(*arrays[:4], arrays[4].astype(np.intp), arrays[5].astype(np.intp),
-                                 arrays[6].astype(bool)), L,
+                                 arrays[6].astype(bool), arrays[7]), L,
                          tuple(rows), totals, tuple(algorithms))
 
 
@@ -979,7 +984,8 @@ class Estimate:
         for lw, w in zip(self.work.layers, works):
             node = lw.node
             w = Work(w.work_class, w.flops, w.bytes, w.fresh_bytes, w.calls,      # (replace() costs 3× more)
-                     gpu_model.layer_tiles(node, n), which == "backward", train=which == "train_forward")
+                     gpu_model.layer_tiles(node, n), which == "backward", train=which == "train_forward",
+                     blocks=gpu_model.channel_blocks(node, lw.work_class, which))
             cast = cast_work(lw, p, which)
             if which != "backward" or not (w.flops and node.bwd_weight_flops
                                            and gpu_model.compute_class(lw.work_class)):

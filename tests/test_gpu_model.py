@@ -196,6 +196,31 @@ def test_backward_splits_into_dgrad_and_wgrad_by_hand(toy_params):
     assert gm.dgrad_tiles(conv, 1) == 25
 
 
+@pytest.mark.parametrize("channels, fill", [(4, 0.4), (12, 0.6), (20, 1.0)])
+def test_train_mode_batch_norm_fills_one_sm_a_channel_by_hand(toy_params, channels, fill):
+    """A train-mode batch norm (a training step's forward, the backward) runs one thread block per channel, as
+    PyTorch's and cuDNN's NCHW kernels do: its bytes move at the bandwidth × the share of SMs its channels fill.
+    An inference pass's batch norm is elementwise: no fill. Fills on the toy GPU's 10 SMs: 4 channels 4 / (1 · 10)
+    = 0.4; 12: 12 / (⌈12/10⌉ = 2 · 10) = 0.6; 20: 20 / (2 · 10) = 1.0. Measured on an H200 (132 SMs;
+    benchmarks/data/probes/h200-2026-11-27/probe_bn.jsonl): one tensor of 128·64·56·56 elements spread over 32, 64,
+    128 and 256 channels took 0.509, 0.276, 0.181 and 0.147 ms in fp32's train-mode forward."""
+    from core.api import analyze
+    net = Network.make("bn", {"x": (channels, 10, 10)}, [Node.make("bn", "batch_norm", "x")])
+    e = estimate(analyze(net, None, 1000), TOY, batch_size=1000, variant="predicted")
+    (fwd,), (train,), (bwd,) = (e._layer_parts(w)[0] for w in ("forward", "train_forward", "backward"))
+    assert (fwd.blocks, train.blocks, bwd.blocks) == (0, channels, channels)
+    assert fwd.bytes == train.bytes
+    # memory: bytes / (1e8 B/s × 0.8 memory × fill); the inference forward's at fill 1
+    assert gm.memory_s(fwd, e) == pytest.approx(fwd.bytes / 8e7)
+    assert gm.memory_s(train, e) == pytest.approx(train.bytes / (8e7 * fill))
+    assert gm.memory_s(bwd, e) == pytest.approx(bwd.bytes / (8e7 * fill))
+    # the whole estimate (array path): memory-bound at batch 1000 (≥ 4·100·4 B·2 = 3.2e6 B / 8e7 = 0.04 s ≫ 1e-5 s)
+    assert e.layers[0]["forward_s"] == pytest.approx(fwd.bytes / 8e7)
+    assert e.train_forward.total_s == pytest.approx(train.bytes / (8e7 * fill))
+    assert e.totals["backward_s"] == pytest.approx(bwd.bytes / (8e7 * fill))
+    assert list(e._predicted.work.kernels.blocks[:2]) == [channels, channels]   # forward entry, backward entry
+
+
 def test_mixed_precision_casts_by_hand(monkeypatch):
     """Mixed precision as autocast runs it: every forward casts each fp32 parameter tensor of a conv or linear
     layer to fp16 (one kernel per tensor: read the fp32 master, 4 B, write the fp16 copy, 2 B, per parameter) and
