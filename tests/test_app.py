@@ -282,3 +282,19 @@ def test_every_chart_helper_builds_a_valid_vega_lite_spec():
         spec = chart.to_dict()                         # raises on any schema violation
         assert spec["$schema"].startswith("https://vega.github.io/schema/vega-lite/")
         assert "datasets" in spec and all(spec["datasets"].values())       # the data went in with the chart
+
+
+def test_batch_norm_breakdown_names_the_channel_fill():
+    """A network with batch norm gets the caption on its train-mode kernels (one thread block per channel) with its
+    narrowest batch norm's fill of this GPU's SMs; one without batch norm (the default MNIST CNN) does not."""
+    from core.api import estimate
+    at = AppTest.from_file(ESTIMATES_PAGE, default_timeout=60).run()
+    assert not at.exception and not any("thread block per channel" in c.value for c in at.caption)
+    at.selectbox(key="model").set_value("resnet18").run()
+    assert not at.exception
+    est = estimate(core.zoo.get("resnet18"), "v100-sxm2", batch_size=1)
+    narrowest = min(lw.node.in_shapes[0][0] for lw in est.work.layers if lw.work_class == "batch_norm")
+    # ResNet-18's narrowest batch norm: 64 channels; the V100's 80 SMs: 64 / (⌈64/80⌉ · 80) = 80 %
+    assert narrowest == 64 and est.device.sm_count == 80
+    assert any("one thread block per channel" in c.value and "64 channels, fill 80% of the 80 SMs" in c.value
+               for c in at.caption)

@@ -65,6 +65,20 @@ tab_parts, tab_batch, tab_devices, tab_conv, tab_dp = st.tabs(
     ["Breakdown", "Batch size", "Other devices", "Convolution algorithm", "Data parallel"],
     key="estimates_tab", on_change="rerun")
 
+def batch_norm_note(est) -> str:
+    """The caption's sentence on train-mode batch norm (``gpu_model.channel_blocks``), with this network's
+    narrowest one on this GPU; empty without batch norm or without the GPU's SM count."""
+    channels = [lw.node.in_shapes[0][0] for lw in est.work.layers if lw.work_class == gpu_model.PER_CHANNEL]
+    sms = est.device.sm_count
+    if not channels or not sms:
+        return ""
+    c = min(channels)
+    return (f" A batch norm in a training step (its forward and its backward) runs one thread block per channel, "
+            f"as PyTorch's and cuDNN's kernels do, so its bytes move at the share of the SMs its channels fill: "
+            f"here the narrowest, {c} channels, fill {gpu_model.wave_efficiency(c, sms):.0%} of the {sms} SMs "
+            f"(measured on an H200: docs/benchmarks.md, tried 30). An inference pass's batch norm is elementwise.")
+
+
 if tab_parts.open and est.variant == "predicted":
     lim = {**est.limited_by, "training_forward": est.limited_by["train_forward"],
            "update": {limiting_term(est.update): est.update.total_s}}
@@ -97,7 +111,8 @@ if tab_parts.open and est.variant == "predicted":
                        "(ConvNeXt's, after its permutes) to cuDNN instead, so ConvNeXt-T's training step at batch "
                        "128–256 comes out 2.1–2.8× too slow in fp16, bf16 and mixed precision (0.6–1.0× in fp32 "
                        "and TF32)." if "depthwise_backward" in est.model_params and any(
-                           lw.work_class == gpu_model.CUDA_CORE_BACKWARD for lw in est.work.layers) else ""))
+                           lw.work_class == gpu_model.CUDA_CORE_BACKWARD for lw in est.work.layers) else "") +
+                      batch_norm_note(est))
 elif tab_parts.open:
     dataframe(pd.DataFrame([
         {"part": "forward compute", "ms": t["forward_compute_s"] * 1e3},
