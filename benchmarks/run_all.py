@@ -43,6 +43,7 @@ BENCHMARKS = {
     "load": "bench_load",            # classroom server mode: 30 concurrent sessions, latency and RSS (~2 min)
     "fuzz": "bench_fuzz",            # 50,000 fuzz cases against the typed-error promise, torch spot-check (~3 min)
     "gpu": "fit_gpu_model",          # GPU time model fitted to published timings: LOSO/LOGO errors (~4 min)
+    "probes": "bench_probes",        # kernel probes measured on a lent H200 beside the model's numbers (seconds)
 }
 DEFAULT_OUT = ROOT / "docs" / "benchmarks.md"
 _SECTION = re.compile(r"<!-- bench:(?P<name>\w+) -->\n.*?<!-- /bench:(?P=name) -->\n", re.S)

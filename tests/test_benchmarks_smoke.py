@@ -150,3 +150,21 @@ def test_kernel_probe_dry_run_on_the_cpu(tmp_path):
     same = [(c, h) for label, c, h, _ in kernel_probe.BATCHNORM if label.startswith("same.")]
     assert [c for c, _ in same] == [32, 64, 128, 256, 512, 1024, 2048]
     assert all(abs(c * h * h / 200_704 - 1) < 0.03 for c, h in same)
+
+
+def test_bench_probes_puts_the_model_beside_the_probes():
+    """bench_probes re-reads the committed H200 probes and asks core for the same work; the train-mode batch norm's
+    channel fill shows in the model's column by hand: one tensor size on 32 against 256 channels."""
+    import bench_probes
+    out = bench_probes.measure()
+    bn = out["batch_norm"]
+    assert len(bn) == 17 * 4 and all(r["model_forward_ms"] > 0 and r["model_backward_ms"] > 0 for r in bn)
+    same = {r["channels"]: r for r in bn if r["case"].startswith("same.") and r["precision"] == "fp32"}
+    # memory-bound: time ∝ elements / fill on the H200's 132 SMs. 32 channels: 32·79·79 = 199,712 elements a sample,
+    # fill 32 / 132; 256 channels: 256·28·28 = 200,704, fill 256 / (2 · 132) = 256 / 264
+    expected = (199_712 / (32 / 132)) / (200_704 / (256 / 264))          # = 3.98
+    assert same[32]["model_forward_ms"] / same[256]["model_forward_ms"] == pytest.approx(expected, rel=1e-3)
+    assert len(out["steps"]) == 5 and all(r["model_ms"] > 0 and r["kernel_ms"] <= r["measured_ms"]
+                                          for r in out["steps"])
+    text = bench_probes.markdown(out)
+    assert "| resnet18 | bf16 | 256 |" in text and "NCHW over channels-last" in text
