@@ -196,6 +196,9 @@ MEASURED_FOLDERS = {
     # 2 = 4, MobileNet V2 batch 128 inference = 1; 20 + 6 + 4 + 1 = 31; then the last one, MobileNet V2's training
     # step at batch 128, in a later session the same day (run 2): 32
     "h200-2026-11-27": ("h200-sxm", "NVIDIA H200", 132, "1980", 32, 32, (1, 2)),
+    # 7 networks not measured before (ResNet-34/101, Wide ResNet-50-2, DenseNet-169, VGG-16-BN, MNASNet 1.0,
+    # RegNetX-3.2GF) x 5 batches x 4 precisions x 2 passes = 280, mixed 7 x 10 = 70: held out by network
+    "h200-2026-11-27-nets": ("h200-sxm", "NVIDIA H200", 132, "1980", 280, 70, (1,)),
 }
 
 
