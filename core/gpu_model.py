@@ -32,6 +32,14 @@ Every factor but the wave efficiency is a named parameter, fitted per GPU archit
   batch norm's extra pass over its input was tried on top of it and not kept (docs/benchmarks.md, tried 21).
 * The optimizer step: per-parameter work at the same terms, one kernel call per layer that holds trainable
   parameters (PyTorch's eager per-parameter loop).
+* A train-mode batch norm (a training step's forward, and the backward) runs one thread block per channel, as
+  PyTorch's and cuDNN's NCHW kernels do: its bytes move at the bandwidth × the share of the SMs its channels fill,
+  C / (⌈C / SMs⌉ · SMs) (``channel_blocks``; no parameter). On an H200 (132 SMs) one tensor of 128·64·56·56
+  elements took 3.5× as long over 32 channels as over 256 in fp32's forward, 1.9× over 64 (the rule: 4.0×, 2.0×;
+  benchmarks/data/probes/, docs/benchmarks.md "Kernel probes"). An inference pass's batch norm is elementwise.
+  Not modelled: a model in bf16 or fp16 (weights in half) gets PyTorch's own batch-norm kernels, not cuDNN's (which
+  need fp32 weights, as autocast keeps them); on that H200 a median 1.5× cuDNN's forward time on the same fp16
+  input (1.2–3.1× over the 17 shapes probed), 1.3× for forward and backward together.
 * Mixed precision is PyTorch's autocast (every mixed row in the dataset was timed with it): each pass of a conv
   or linear layer ends with its cast kernels (``core.paleo.cast_work``), one per parameter tensor, the forward's
   casting the fp32 master weights to fp16 (6 bytes a parameter), the backward's the gradients back (6 bytes): memory
