@@ -343,7 +343,7 @@ def features(rows: list[dict]) -> dict:
                 nbytes *= max(1.0, 4 / prec.activation)
             cols["bytes"].append(nbytes)
             # a one-block-per-channel kernel (a train-mode batch norm) fills blocks / SMs (gpu_model.memory_s)
-            cols["fill"].append(gpu_model.wave_efficiency(w.blocks, dev.sm_count))
+            cols["fill"].append(gpu_model.channel_fill(w.blocks, dev.sm_count))
             cols["calls"].append(w.calls)
             view = int(node is not None and w.calls == 0 and node.rule.alias and
                        (pidx == 0 or node.needs_grad) and not node.rule.stored)

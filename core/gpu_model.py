@@ -34,8 +34,9 @@ Every factor but the wave efficiency is a named parameter, fitted per GPU archit
   parameters (PyTorch's eager per-parameter loop).
 * A train-mode batch norm (a training step's forward, and the backward) runs one thread block per channel, as
   PyTorch's and cuDNN's NCHW kernels do: its bytes move at the bandwidth × the share of the SMs its channels fill,
-  C / (⌈C / SMs⌉ · SMs) (``channel_blocks``; no parameter). On an H200 (132 SMs) one tensor of 128·64·56·56
-  elements took 3.5× as long over 32 channels as over 256 in fp32's forward, 1.9× over 64 (the rule: 4.0×, 2.0×;
+  min(1, C / SMs) (``channel_blocks``, ``channel_fill``; no parameter). On an H200 (132 SMs) one tensor of
+  128·64·56·56 elements took 3.5× as long over 32 channels as over 256 in fp32's forward, 1.9× over 64 (the rule:
+  4.1×, 2.1×;
   benchmarks/data/probes/, docs/benchmarks.md "Kernel probes"). An inference pass's batch norm is elementwise.
   Not modelled: a model in bf16 or fp16 (weights in half) gets PyTorch's own batch-norm kernels, not cuDNN's (which
   need fp32 weights, as autocast keeps them); on that H200 a median 1.5× cuDNN's forward time on the same fp16
@@ -233,10 +234,19 @@ def compute_s(w: "Work", e: "Estimate") -> float:
     return w.flops / (peak * efficiency(w, e.precision.compute, e.model_params, e.device.sm_count))
 
 
+def channel_fill(blocks: int, sm_count: int | None) -> float:
+    """The share of the SMs a one-block-per-channel kernel keeps busy: min(1, blocks / SMs); 1 without blocks or
+    SM count. No wave tail: with several blocks resident on an SM, channels beyond the SM count fill in (on an H200
+    256 to 2048 channels of one tensor size timed within ±17 % of each other)."""
+    if not blocks or not sm_count:
+        return 1.0
+    return min(1.0, blocks / sm_count)
+
+
 def memory_s(w: "Work", e: "Estimate") -> float:
     """Bytes at the fitted share of the bandwidth, × the share of SMs a one-block-per-channel kernel fills
-    (``channel_blocks``; 1 for any other kernel)."""
-    return w.bytes / (e.bandwidth * e.model_params["memory"] * wave_efficiency(w.blocks, e.device.sm_count))
+    (``channel_blocks``, ``channel_fill``; 1 for any other kernel)."""
+    return w.bytes / (e.bandwidth * e.model_params["memory"] * channel_fill(w.blocks, e.device.sm_count))
 
 
 def overhead_s(w: "Work", e: "Estimate") -> float:
@@ -283,9 +293,9 @@ def kernel_seconds(k, peak: float, bandwidth: float, p: dict, compute: str, sm_c
             graded = np.ones_like(k.kind, dtype=bool) if train else k.kind > 0
             ov = np.where(graded, ov * p.get("autograd_overhead", 1.0), ov)
         peaks = np.where(cuda, np.nan if core_peak is None else core_peak, peak) if cuda.any() else peak
-        # memory_s(): × wave_efficiency(blocks) of a one-block-per-channel kernel; an inference forward has none
+        # memory_s(): × channel_fill(blocks) of a one-block-per-channel kernel; an inference forward has none
         blocks = k.blocks if train else np.where(k.kind > 0, k.blocks, 0.0)
-        fill = np.where(blocks > 0, blocks / (np.ceil(blocks / sm_count) * sm_count), 1.0) if sm_count else 1.0
+        fill = np.where(blocks > 0, np.minimum(blocks / sm_count, 1.0), 1.0) if sm_count else 1.0
         out = {"compute": np.where(k.flops != 0, k.flops / (peaks * eff), 0.0),
                "memory": k.bytes / (bandwidth * p["memory"] * fill), "overhead": ov}
         out["total"] = np.maximum(np.maximum(out["compute"], out["memory"]), out["overhead"])   # combine()

@@ -26,6 +26,12 @@ def toy_params(monkeypatch):
     monkeypatch.setattr(gm, "load_params", lambda: {"generations": {"volta": TOY_PARAMS}})
 
 
+def test_channel_fill_by_hand():
+    assert gm.channel_fill(64, 132) == pytest.approx(64 / 132)      # 0.485: half an H100's SMs idle
+    assert gm.channel_fill(256, 132) == 1.0                         # more channels than SMs: all busy
+    assert gm.channel_fill(0, 132) == 1.0 and gm.channel_fill(64, None) == 1.0    # not per channel; no SM count
+
+
 def test_wave_efficiency_by_hand():
     assert gm.wave_efficiency(15, 10) == pytest.approx(0.75)        # 2 waves of 10 SMs, 15 busy: 15/20
     assert gm.wave_efficiency(108, 108) == 1.0                      # one full wave
@@ -196,12 +202,12 @@ def test_backward_splits_into_dgrad_and_wgrad_by_hand(toy_params):
     assert gm.dgrad_tiles(conv, 1) == 25
 
 
-@pytest.mark.parametrize("channels, fill", [(4, 0.4), (12, 0.6), (20, 1.0)])
+@pytest.mark.parametrize("channels, fill", [(4, 0.4), (8, 0.8), (12, 1.0)])
 def test_train_mode_batch_norm_fills_one_sm_a_channel_by_hand(toy_params, channels, fill):
     """A train-mode batch norm (a training step's forward, the backward) runs one thread block per channel, as
     PyTorch's and cuDNN's NCHW kernels do: its bytes move at the bandwidth × the share of SMs its channels fill.
-    An inference pass's batch norm is elementwise: no fill. Fills on the toy GPU's 10 SMs: 4 channels 4 / (1 · 10)
-    = 0.4; 12: 12 / (⌈12/10⌉ = 2 · 10) = 0.6; 20: 20 / (2 · 10) = 1.0. Measured on an H200 (132 SMs;
+    An inference pass's batch norm is elementwise: no fill. Fills on the toy GPU's 10 SMs, min(1, C / 10): 4
+    channels 0.4; 8: 0.8; 12: 1.0 (no wave tail). Measured on an H200 (132 SMs;
     benchmarks/data/probes/h200-2026-11-27/probe_bn.jsonl): one tensor of 128·64·56·56 elements spread over 32, 64,
     128 and 256 channels took 0.509, 0.276, 0.181 and 0.147 ms in fp32's train-mode forward."""
     from core.api import analyze
