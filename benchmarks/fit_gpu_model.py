@@ -836,6 +836,24 @@ TRIED = (
      "rule in the backward (GPU_EXP=dwlast: PyTorch sends them to cuDNN), after 28", None, None,
      "not fitted in full: in sample 13.9 % / 37.0 % → 13.8 % / 36.8 %; H100 source held out 17.0 % / 39.4 % → "
      "17.2 % / 40.0 %, H200 19.5 % / 51.1 % → 19.5 % / 52.0 %, K80 GPU 21.0 % / 54.4 % → 20.4 % / 53.4 %"),
+    ("30. a train-mode batch norm's bytes at the share of the SMs its channels fill, as waves: C / (⌈C / SMs⌉ · SMs) "
+     "(one thread block per channel, PyTorch's and cuDNN's NCHW kernels; on an H200 one tensor size took 3.5× as "
+     "long over 32 channels as over 256: benchmarks/data/probes/), no parameter, after 28 on 2,636 usable rows "
+     "(280 of 7 networks new to the dataset, measured on an H200; 28 refit on them: LOSO 16.55 % / 40.87 %, LOGO "
+     "17.12 % / 44.37 %)", (0.1664, 0.4027), (0.1709, 0.4339),
+     "no: LOSO median +0.09 points, the rest lower (in sample 14.1 % / 37.1 % → 13.8 % / 36.1 %; bf16 LOSO 19.6 % → "
+     "19.4 %, mixed 19.8 % → 19.5 %, the H200's first source 20.3 % / 55.3 % → 19.5 % / 53.5 %); the LOSO median "
+     "rose through Pascal (14.0 % → 15.2 %) and Torch7's rows (14.6 % → 15.5 %), GPUs of 20–56 SMs where the wave "
+     "tail charges a 64-channel batch norm 1.13–1.75× (TITAN X Maxwell's 24 SMs: 64 / 72; the P100's 56: 64 / 112)"),
+    ("31. quick (3 held-out folds, 8 rounds, 2,356 rows): 30 with a train-mode batch norm's bytes at 4 a value "
+     "whatever the precision (GPU_EXP=bnelem on top of the fill: on the H200 cuDNN's kernels took as long on fp16 "
+     "input as on fp32)", None, None,
+     "not fitted in full: against 30's quick screen (in sample 13.3 % / 36.3 %, H100 source 16.3 % / 38.4 %, H200 "
+     "19.2 % / 49.2 %, K80 GPU 20.6 % / 53.5 %): 13.5 % / 35.8 %, 16.1 % / 38.3 %, 19.7 % / 51.9 %, 20.0 % / 52.7 %"),
+    ("32. quick, as 31: 30 with 12 again (GPU_EXP=bntrain on top of the fill: x read once more in the forward, x "
+     "and dy in the backward)", None, None,
+     "not fitted in full: 13.4 % / 35.5 %, 16.4 % / 39.3 %, 19.3 % / 52.8 %, 20.8 % / 52.9 % against 30's quick "
+     "figures above"),
 )
 
 
