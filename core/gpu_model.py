@@ -36,8 +36,8 @@ Every factor but the wave efficiency is a named parameter, fitted per GPU archit
   PyTorch's and cuDNN's NCHW kernels do: its bytes move at the bandwidth × the share of the SMs its channels fill,
   min(1, C / SMs) (``channel_blocks``, ``channel_fill``; no parameter). On an H200 (132 SMs) one tensor of
   128·64·56·56 elements took 3.5× as long over 32 channels as over 256 in fp32's forward, 1.9× over 64 (the rule:
-  4.1×, 2.1×;
-  benchmarks/data/probes/, docs/benchmarks.md "Kernel probes"). An inference pass's batch norm is elementwise.
+  4.1×, 2.1×; benchmarks/data/probes/, docs/benchmarks.md "Kernel probes"). An inference pass's batch norm is
+  elementwise.
   Not modelled: a model in bf16 or fp16 (weights in half) gets PyTorch's own batch-norm kernels, not cuDNN's (which
   need fp32 weights, as autocast keeps them); on that H200 a median 1.5× cuDNN's forward time on the same fp16
   input (1.2–3.1× over the 17 shapes probed), 1.3× for forward and backward together.

@@ -65,6 +65,7 @@ tab_parts, tab_batch, tab_devices, tab_conv, tab_dp = st.tabs(
     ["Breakdown", "Batch size", "Other devices", "Convolution algorithm", "Data parallel"],
     key="estimates_tab", on_change="rerun")
 
+
 def batch_norm_note(est) -> str:
     """The caption's sentence on train-mode batch norm (``gpu_model.channel_blocks``), with this network's
     narrowest one on this GPU; empty without batch norm or without the GPU's SM count."""
@@ -75,7 +76,7 @@ def batch_norm_note(est) -> str:
     c = min(channels)
     return (f" A batch norm in a training step (its forward and its backward) runs one thread block per channel, "
             f"as PyTorch's and cuDNN's kernels do, so its bytes move at the share of the SMs its channels fill: "
-            f"here the narrowest, {c} channels, fill {gpu_model.wave_efficiency(c, sms):.0%} of the {sms} SMs "
+            f"here the narrowest, {c} channels, fill {gpu_model.channel_fill(c, sms):.0%} of the {sms} SMs "
             f"(measured on an H200: docs/benchmarks.md, tried 30). An inference pass's batch norm is elementwise.")
 
 
