@@ -854,6 +854,13 @@ TRIED = (
      "and dy in the backward)", None, None,
      "not fitted in full: 13.4 % / 35.5 %, 16.4 % / 39.3 %, 19.3 % / 52.8 %, 20.8 % / 52.9 % against 30's quick "
      "figures above"),
+    ("33. 30 without the wave tail: a train-mode batch norm's bytes at min(1, C / SMs) of the bandwidth "
+     "(`gpu_model.channel_fill`: with several blocks resident on an SM, channels beyond the SM count fill in; on "
+     "the H200 256 to 2048 channels of one tensor size timed within ±17 % of each other), after 28 on the same "
+     "2,636 rows", None, None,
+     "kept: all four lower than 28 on the same rows (LOSO 16.55 % / 40.87 % → 16.38 % / 40.44 %, LOGO 17.12 % / "
+     "44.37 % → 17.06 % / 43.86 %; in sample 14.07 % / 37.07 % → 13.74 % / 36.27 %); bf16 LOSO 19.6 % / 41.1 % → "
+     "19.2 % / 39.5 %, Hopper LOGO 18.0 % / 45.0 % → 17.7 % / 42.7 %, Pascal LOSO 14.0 % → 14.4 %"),
 )
 
 

@@ -77,7 +77,7 @@ def batch_norm_note(est) -> str:
     return (f" A batch norm in a training step (its forward and its backward) runs one thread block per channel, "
             f"as PyTorch's and cuDNN's kernels do, so its bytes move at the share of the SMs its channels fill: "
             f"here the narrowest, {c} channels, fill {gpu_model.channel_fill(c, sms):.0%} of the {sms} SMs "
-            f"(measured on an H200: docs/benchmarks.md, tried 30). An inference pass's batch norm is elementwise.")
+            f"(measured on an H200: docs/benchmarks.md, tried 33). An inference pass's batch norm is elementwise.")
 
 
 if tab_parts.open and est.variant == "predicted":
