@@ -128,8 +128,10 @@ def markdown(out: dict) -> str:
         bn = sum(v for k, v in r["families"].items() if k.startswith("batch norm"))
         lines.append(f"| {r['network']} | {r['precision']} | {r['batch']} | {r['measured_ms']:.1f} | "
                      f"{r['kernel_ms']:.1f} | {r['model_ms']:.1f} | {bn:.1f} ({r['model_bn_ms']:.1f}) | {fams} |")
-    lines += ["", "The GPU is busy for 96–98 % of every step (kernels ms against step ms): at these batches the "
-              "host is not the limit. A model that takes bf16 batch norm to cost half of fp32's (half the bytes) "
+    busy = [r["kernel_ms"] / r["measured_ms"] for r in out["steps"]]
+    lines += ["", f"The GPU is busy for {min(busy):.0%}–{max(busy):.0%} of every step (kernels ms against step ms): "
+              "at these batches the host is not the limit. A model that takes bf16 batch norm to cost half of "
+              "fp32's (half the bytes) "
               "misses PyTorch's own kernels: a bf16 model (weights in bf16) gets them, cuDNN's need fp32 weights.",
               ""]
     lines += ["### Train-mode batch norm alone", "",
