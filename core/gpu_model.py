@@ -243,6 +243,15 @@ def channel_fill(blocks: int, sm_count: int | None) -> float:
     return min(1.0, blocks / sm_count)
 
 
+def narrowest_channel_fill(layers, sm_count: int | None) -> tuple[int, float] | None:
+    """(channels, ``channel_fill``) of the narrowest one-block-per-channel kernel among a network's layers
+    (``LayerWork``s) in a training step; None where it has none or the device states no SM count."""
+    blocks = [b for lw in layers if (b := channel_blocks(lw.node, lw.work_class, "backward"))]
+    if not blocks or not sm_count:
+        return None
+    return min(blocks), channel_fill(min(blocks), sm_count)
+
+
 def memory_s(w: "Work", e: "Estimate") -> float:
     """Bytes at the fitted share of the bandwidth, × the share of SMs a one-block-per-channel kernel fills
     (``channel_blocks``, ``channel_fill``; 1 for any other kernel)."""

@@ -30,6 +30,14 @@ def test_channel_fill_by_hand():
     assert gm.channel_fill(64, 132) == pytest.approx(64 / 132)      # 0.485: half an H100's SMs idle
     assert gm.channel_fill(256, 132) == 1.0                         # more channels than SMs: all busy
     assert gm.channel_fill(0, 132) == 1.0 and gm.channel_fill(64, None) == 1.0    # not per channel; no SM count
+    from core import analyze, zoo
+    from core.paleo import network_work
+    layers = network_work(analyze(zoo.get("resnet18"), None, 1).compiled, False).layers
+    # ResNet-18's batch norms have 64 … 512 channels: the narrowest 64 on 132 SMs fills 64 / 132
+    assert gm.narrowest_channel_fill(layers, 132) == (64, pytest.approx(64 / 132))
+    assert gm.narrowest_channel_fill(layers, None) is None
+    assert gm.narrowest_channel_fill(network_work(analyze(zoo.get("vgg16"), None, 1).compiled, False).layers,
+                                     132) is None                      # VGG-16: no batch norm
 
 
 def test_wave_efficiency_by_hand():

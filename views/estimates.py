@@ -67,16 +67,15 @@ tab_parts, tab_batch, tab_devices, tab_conv, tab_dp = st.tabs(
 
 
 def batch_norm_note(est) -> str:
-    """The caption's sentence on train-mode batch norm (``gpu_model.channel_blocks``), with this network's
+    """The caption's sentence on train-mode batch norm (``gpu_model.narrowest_channel_fill``), with this network's
     narrowest one on this GPU; empty without batch norm or without the GPU's SM count."""
-    channels = [lw.node.in_shapes[0][0] for lw in est.work.layers if lw.work_class == gpu_model.PER_CHANNEL]
-    sms = est.device.sm_count
-    if not channels or not sms:
+    narrowest = gpu_model.narrowest_channel_fill(est.work.layers, est.device.sm_count)
+    if narrowest is None:
         return ""
-    c = min(channels)
+    c, fill = narrowest
     return (f" A batch norm in a training step (its forward and its backward) runs one thread block per channel, "
             f"as PyTorch's and cuDNN's kernels do, so its bytes move at the share of the SMs its channels fill: "
-            f"here the narrowest, {c} channels, fill {gpu_model.channel_fill(c, sms):.0%} of the {sms} SMs "
+            f"here the narrowest, {c} channels, fill {fill:.0%} of the {est.device.sm_count} SMs "
             f"(measured on an H200: docs/benchmarks.md, tried 33). An inference pass's batch norm is elementwise.")
 
 
