@@ -199,6 +199,10 @@ MEASURED_FOLDERS = {
     # 7 networks not measured before (ResNet-34/101, Wide ResNet-50-2, DenseNet-169, VGG-16-BN, MNASNet 1.0,
     # RegNetX-3.2GF) x 5 batches x 4 precisions x 2 passes = 280, mixed 7 x 10 = 70: held out by network
     "h200-2026-11-27-nets": ("h200-sxm", "NVIDIA H200", 132, "1980", 280, 70, (1,)),
+    # the same 7 networks on an H100 in a later session (280, mixed 70), and 7 more no row had before
+    # (MobileNet V3 Small, RegNetX-400MF/1.6GF, RegNetY-800MF/3.2GF, ResNeXt-101 64x4d, ConvNeXt-S): 280, mixed 70
+    "h100-2026-11-27-nets": ("h100-sxm", "NVIDIA H100 80GB HBM3", 132, "1980", 280, 70, (1,)),
+    "h100-2026-11-27-nets2": ("h100-sxm", "NVIDIA H100 80GB HBM3", 132, "1980", 280, 70, (1,)),
 }
 
 
