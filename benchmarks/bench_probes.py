@@ -18,6 +18,8 @@ sys.path.insert(0, str(HERE.parent))
 
 PROBES = HERE / "data" / "probes" / "h200-2026-11-27"
 DEVICE = "h200-sxm"
+# the same probes on a second GPU: same SM count and clock as the H200, 0.70× its DRAM bandwidth
+SECOND, SECOND_DEVICE = HERE / "data" / "probes" / "h100-2026-11-27", "h100-sxm"
 # a kernel's family, by its name (first match): what the model has a term for, and what it has not
 FAMILIES = (
     ("batch norm, PyTorch's kernels", r"at::native::batch_norm"),
@@ -43,8 +45,45 @@ def library(kernels: dict) -> str:
     return "PyTorch" if "conv_depthwise2d" in top else "cuDNN" if top else "?"
 
 
-def _lines(name: str) -> list[dict]:
-    return [json.loads(x) for x in (PROBES / name).read_text().splitlines()]
+def _lines(name: str, folder: Path = PROBES) -> list[dict]:
+    return [json.loads(x) for x in (folder / name).read_text().splitlines()]
+
+
+def _families(m: dict) -> dict[str, float]:
+    """A profiled step's kernel time (ms) by family."""
+    fams: dict[str, float] = {}
+    for k, (_, us) in m["kernels"].items():
+        fams[family(k)] = fams.get(family(k), 0.0) + us / 1e3
+    return fams
+
+
+def second_gpu() -> dict:
+    """The H100's probes over the H200's: per kernel family, summed over the training steps both profiled; per
+    probed batch norm (forward + backward) of at least 1 ms on the H200. Beside them the datasheets' bandwidth
+    ratio, and the model's ratio for the same batch norms."""
+    from core.devices import load_devices
+    db = load_devices()
+    key = ("network", "precision", "batch")
+    first = {tuple(m[k] for k in key): _families(m) for m in _lines("probe_nets.jsonl")}
+    fams: dict[str, list[float]] = {}
+    for m in _lines("probe_nets.jsonl", SECOND):
+        if (mine := first.get(tuple(m[k] for k in key))) is None:
+            continue
+        for name, ms in _families(m).items():
+            pair = fams.setdefault(name, [0.0, 0.0])
+            pair[0] += mine.get(name, 0.0)
+            pair[1] += ms
+    bn_first = {(m["case"], m["precision"]): m for m in _lines("probe_bn.jsonl") if m["pass"] == "forward_backward"}
+    bn = []
+    for m in _lines("probe_bn.jsonl", SECOND):
+        h200 = bn_first.get((m["case"], m["precision"]))
+        if m["pass"] != "forward_backward" or h200 is None or h200["ms"] < 1.0:
+            continue
+        model = [sum(_bn_model_ms(m, dev)) for dev in (DEVICE, SECOND_DEVICE)]
+        bn.append({"case": m["case"], "precision": m["precision"], "h200_ms": h200["ms"], "h100_ms": m["ms"],
+                   "model_ratio": model[1] / model[0]})
+    bandwidth = db.device(DEVICE).memory_bandwidth / db.device(SECOND_DEVICE).memory_bandwidth
+    return {"families": fams, "batch_norm": bn, "bandwidth_ratio": bandwidth}
 
 
 def _one_batch_norm(channels: int, hw: int):
@@ -57,9 +96,17 @@ def _one_batch_norm(channels: int, hw: int):
                          Node.make("bn", "batch_norm", "dw")])
 
 
+def _bn_model_ms(m: dict, device: str) -> tuple[float, float]:
+    """The predicted variant's training-step forward and backward (ms) of a probed batch norm on ``device``."""
+    from core.api import analyze, estimate
+    dtype = "fp16" if m["precision"] == "mixed" else m["precision"]     # mixed: fp16 activations, fp32 weights
+    e = estimate(analyze(_one_batch_norm(m["channels"], m["hw"]), None, m["batch"], dtype), device,
+                 batch_size=m["batch"], dtype=dtype, variant="predicted")
+    return sum(k.total_s for k in e._train_forward_kernels()[1]) * 1e3, e.layer_times[1].backward.total_s * 1e3
+
+
 def batch_norm_rows() -> list[dict]:
     """Each probed batch norm: measured forward and backward (forward + backward − forward), the model's."""
-    from core.api import analyze, estimate
     lines = _lines("probe_bn.jsonl")
     by = {(m["case"], m["precision"], m["pass"]): m for m in lines}
     out = []
@@ -67,15 +114,11 @@ def batch_norm_rows() -> list[dict]:
         if pass_name != "forward":
             continue
         fb = by[(case, precision, "forward_backward")]
-        dtype = "fp16" if precision == "mixed" else precision     # mixed: fp16 activations (the weights are fp32)
-        net = _one_batch_norm(m["channels"], m["hw"])
-        e = estimate(analyze(net, None, m["batch"], dtype), DEVICE, batch_size=m["batch"], dtype=dtype,
-                     variant="predicted")
+        fwd, bwd = _bn_model_ms(m, DEVICE)
         out.append({"case": case, "channels": m["channels"], "hw": m["hw"], "batch": m["batch"],
                     "precision": precision, "forward_ms": m["ms"], "backward_ms": fb["ms"] - m["ms"],
                     "kernels": "PyTorch" if any("at::native::batch_norm" in k for k in fb["kernels"]) else "cuDNN",
-                    "model_forward_ms": sum(k.total_s for k in e._train_forward_kernels()[1]) * 1e3,
-                    "model_backward_ms": e.layer_times[1].backward.total_s * 1e3})
+                    "model_forward_ms": fwd, "model_backward_ms": bwd})
     return out
 
 
@@ -85,9 +128,7 @@ def step_rows() -> list[dict]:
     from core.api import estimate
     out = []
     for m in _lines("probe_nets.jsonl"):
-        fams: dict[str, float] = {}
-        for k, (_, us) in m["kernels"].items():
-            fams[family(k)] = fams.get(family(k), 0.0) + us / 1e3
+        fams = _families(m)
         e = estimate(zoo.get(m["network"]), DEVICE, batch_size=m["batch"], dtype=m["precision"], variant="predicted")
         bn = [lw.work_class == "batch_norm" for lw in e.work.layers]     # its training forward and backward
         fwd = sum(sum(k.total_s for k in ks) for b, ks in zip(bn, e._train_forward_kernels()) if b)
@@ -108,7 +149,7 @@ def depthwise_rows() -> list[dict]:
 
 def measure(quick: bool = False) -> dict:
     return {"batch_norm": batch_norm_rows(), "steps": step_rows(), "depthwise": depthwise_rows(),
-            "env": json.loads((PROBES / "probe_env_run1.json").read_text())}
+            "second": second_gpu(), "env": json.loads((PROBES / "probe_env_run1.json").read_text())}
 
 
 def markdown(out: dict) -> str:
@@ -168,7 +209,30 @@ def markdown(out: dict) -> str:
              if r["key"][5] == "bf16" for p in ("forward", "dgrad", "wgrad")]
     lines += ["", f"bf16, NCHW over channels-last: median {med([a / b for a, b in pairs]):.1f}× "
               f"(PyTorch's kernels against cuDNN's)."]
+    lines += _second_lines(out["second"])
     return "\n".join(lines) + "\n"
+
+
+def _second_lines(sec: dict) -> list[str]:
+    bw = sec["bandwidth_ratio"]
+    lines = ["", "### The same probes on an H100: which kernels scale with DRAM bandwidth", "",
+             f"`{SECOND.relative_to(HERE.parent)}/`: an H100 80GB HBM3 has the H200's 132 SMs and 1980 MHz clock and "
+             f"1/{bw:.2f} of its bandwidth (`device_specs.json`). A kernel bound by DRAM takes {bw:.2f}× as long on "
+             "the H100; one bound by its SMs takes as long.", "",
+             "| kernel family (the training steps both profiled) | H200 ms | H100 ms | H100 / H200 |",
+             "|---|---:|---:|---:|"]
+    for name, (a, b) in sorted(sec["families"].items(), key=lambda kv: -kv[1][0]):
+        if a >= 1.0:
+            lines.append(f"| {name} | {a:.1f} | {b:.1f} | {b / a:.2f} |")
+    bn = sec["batch_norm"]
+    if bn:
+        med = statistics.median
+        lines += ["", f"Train-mode batch norm alone, forward + backward, the {len(bn)} probes of ≥ 1 ms on the H200: "
+                  f"H100 / H200 median {med(r['h100_ms'] / r['h200_ms'] for r in bn):.2f} "
+                  f"({min(r['h100_ms'] / r['h200_ms'] for r in bn):.2f}–"
+                  f"{max(r['h100_ms'] / r['h200_ms'] for r in bn):.2f}); the model (bytes at the bandwidth): "
+                  f"{med(r['model_ratio'] for r in bn):.2f}."]
+    return lines
 
 
 if __name__ == "__main__":

@@ -69,12 +69,15 @@ TC = {"tf32": 1, "fp16": 2, "bf16": 2}                       # tensor-core facto
 TARGET_MEDIAN, TARGET_P90 = 0.15, 0.35
 COMPUTE_OF = {"mixed": "fp16"}           # a dataset precision → the compute precision its math runs in
 # screening switches for the "what was tried" table (GPU_EXP=queue,views,smalltile,graph,bias,cudnn,dwcuda,
-# bntrain,infov,foreach,fewrows,minrows,nchw,bwd16,dwlast): not the model
+# bntrain,infov,foreach,fewrows,minrows,nchw,bwd16,dwlast,bnelem,bnnative,bnhalf,chrate): not the model
 EXP = set(filter(None, os.environ.get("GPU_EXP", "").split(",")))
 EXTRA: tuple = ((("small_tile", 0.2, 1.0, 0.7),) if "smalltile" in EXP else ()) + \
     ((("graph_overhead", 0.02, 1.0, 0.5),) if "graph" in EXP else ()) + \
     ((("inference_overhead", 0.2, 1.0, 0.7),) if "infov" in EXP else ()) + \
-    ((("backward_fp16", 0.2, 1.0, 0.8),) if "bwd16" in EXP else ())    # screening only
+    ((("backward_fp16", 0.2, 1.0, 0.8),) if "bwd16" in EXP else ()) + \
+    ((("bn_native", 1.0, 8.0, 2.0),) if "bnnative" in EXP else ()) + \
+    ((("bn_half", 1.0, 8.0, 2.0),) if "bnhalf" in EXP else ()) + \
+    ((("channel_rate", 1e-4, 0.1, 0.005),) if "chrate" in EXP else ())    # screening only
 # "graph": a factor on the per-kernel overhead of the rows not timed in eager PyTorch (MXNet, TensorFlow, Caffe,
 # Torch7: a runtime that runs a graph, or Lua's thinner dispatch), so PyTorch's overhead is not fitted to them
 NAMES = NAMES + tuple(e[0] for e in EXTRA)
@@ -261,7 +264,7 @@ def features(rows: list[dict]) -> dict:
     compiled: dict = {}
     dw_last: dict = {}
     keys = ("row", "pidx", "flops", "bytes", "calls", "views", "cls", "tc", "bwd", "wgrad", "wave", "wave64",
-            "wave32", "peak", "bw", "eager", "infer", "dwb", "fill")
+            "wave32", "peak", "bw", "eager", "infer", "dwb", "fill", "bnh", "elems", "p32")
     cols = {k: [] for k in keys}
     paleo_s, copy_s = [], []
     for i, r in enumerate(rows):
@@ -344,6 +347,14 @@ def features(rows: list[dict]) -> dict:
             cols["bytes"].append(nbytes)
             # a one-block-per-channel kernel (a train-mode batch norm) fills blocks / SMs (gpu_model.memory_s)
             cols["fill"].append(gpu_model.channel_fill(w.blocks, dev.sm_count))
+            # screening (bnnative, bnhalf): a train-mode batch norm on 2-byte activations; 1: a half-precision model
+            # in eager PyTorch (bf16/fp16 weights: PyTorch's own kernels, cuDNN's need fp32 weights), 2: any other
+            cols["bnh"].append(0 if not w.blocks or prec.activation != 2 else
+                               1 if r["framework"].startswith("PyTorch") and r["precision"] in ("bf16", "fp16") else 2)
+            # screening (chrate): a one-block-per-channel kernel's elements, and the CUDA-core peak its SMs' rate
+            # is a share of
+            cols["elems"].append(nbytes / prec.activation if w.blocks else 0.0)
+            cols["p32"].append(e.cuda_core_peak if w.blocks and "chrate" in EXP else 0.0)
             cols["calls"].append(w.calls)
             view = int(node is not None and w.calls == 0 and node.rule.alias and
                        (pidx == 0 or node.needs_grad) and not node.rule.stored)
@@ -377,7 +388,7 @@ def features(rows: list[dict]) -> dict:
         paleo_s.append(pass_seconds(Estimate(e.report, dev, variant="paleo").totals, r["pass"]))  # PALEO, PPP 1
         copy_s.append(timed_extra_s(r, compiled[r["network"]], prec))
     f = {k: np.array(v, dtype=float) for k, v in cols.items()}
-    for k in ("row", "pidx", "cls", "tc", "views", "wgrad", "eager", "infer", "dwb"):
+    for k in ("row", "pidx", "cls", "tc", "views", "wgrad", "eager", "infer", "dwb", "bnh"):
         f[k] = f[k].astype(int)
     f["paleo_s"] = np.array(paleo_s)
     f["copy_s"] = np.array(copy_s)
@@ -403,6 +414,13 @@ def predict(f: dict, vec_of_row: np.ndarray, timed: bool = True) -> np.ndarray:
         eff = eff * np.where((f["bwd"] > 0) & (f["tc"] == 2), v[:, NAMES.index("backward_fp16")], 1.0)
     comp = f["flops"] / (f["peak"] * eff * wave)
     mem = f["bytes"] / (f["bw"] * v[:, 5] * f["fill"])
+    if "chrate" in EXP:     # screening: a one-block-per-channel kernel, the slower of DRAM and its SMs' rate
+        sm = f["elems"] / (f["p32"] * f["fill"] * v[:, NAMES.index("channel_rate")])
+        mem = np.where(f["elems"] > 0, np.maximum(f["bytes"] / (f["bw"] * v[:, 5]), sm), mem)
+    if "bnnative" in EXP:   # screening: a half-precision model's own batch-norm kernels at a fitted factor
+        mem = mem * np.where(f["bnh"] == 1, v[:, NAMES.index("bn_native")], 1.0)
+    if "bnhalf" in EXP:     # screening: every train-mode batch norm on 2-byte activations at a fitted factor
+        mem = mem * np.where(f["bnh"] > 0, v[:, NAMES.index("bn_half")], 1.0)
     ov = (f["calls"] + (f["views"] if "views" in EXP else 0)) * v[:, 6] * np.where(f["cls"] < 3, v[:, 9], 1.0)
     if "graph" in EXP:
         ov = ov * np.where(f["eager"] > 0, 1.0, v[:, NAMES.index("graph_overhead")])
@@ -861,6 +879,28 @@ TRIED = (
      "kept: all four lower than 28 on the same rows (LOSO 16.55 % / 40.87 % → 16.38 % / 40.44 %, LOGO 17.12 % / "
      "44.37 % → 17.06 % / 43.86 %; in sample 14.07 % / 37.07 % → 13.74 % / 36.27 %); bf16 LOSO 19.6 % / 41.1 % → "
      "19.2 % / 39.5 %, Hopper LOGO 18.0 % / 45.0 % → 17.7 % / 42.7 %, Pascal LOSO 14.0 % → 14.4 %"),
+    ("34. quick (3 held-out folds: the H100 source, the H200's new networks, ryujaehun's; 8 rounds; 2,636 rows): "
+     "33 with a half-precision model's own batch-norm kernels at a fitted factor on their time (GPU_EXP=bnnative: "
+     "eager PyTorch in bf16 or fp16, weights in half, gets PyTorch's kernels, not cuDNN's; fitted 2.57)", None, None,
+     "not fitted in full: against 33's screen (in sample 13.7 % / 36.3 %; held out 15.7 % / 37.5 %, 19.7 % / "
+     "38.5 %, 14.5 % / 35.3 %; pooled 16.0 % / 37.3 %): 13.7 % / 37.1 %; 15.3 % / 37.4 %, 18.6 % / 37.9 %, "
+     "16.1 % / 34.3 %; pooled 16.2 % / 36.9 % (ryujaehun's fp16 rows worse)"),
+    ("35. quick, as 34: every train-mode batch norm on 2-byte activations (bf16, fp16, mixed) at a fitted factor "
+     "on its time (GPU_EXP=bnhalf; fitted 2.25, GA10x 2.43: per element about fp32's cost)", None, None,
+     "not fitted in full: 14.0 % / 36.5 %; 15.2 % / 37.5 %, 18.3 % / 38.0 %, 14.3 % / 34.7 %; pooled 15.5 % / "
+     "36.8 % against 33's 16.0 % / 37.3 %. Screened again on the rows with the H100's 560 new ones, beside 36: "
+     "pooled 15.3 % / 36.4 % (36: 15.3 % / 36.2 %)"),
+    ("36. a train-mode batch norm bound by its SMs, not DRAM: the slower of its bytes at the bandwidth share and its "
+     "elements at a fitted rate × the CUDA-core peak × min(1, C / SMs) (GPU_EXP=chrate, `channel_rate`; fitted "
+     "0.005–0.006 elements per FLOP; on an H100, with the H200's SMs and clock and 0.70× its bandwidth, train-mode "
+     "batch norm took 1.05× the H200's time, median of 22 probes, where bytes at the bandwidth say 1.43×), after 33 "
+     "on 3,196 rows (with the H100's 560 new ones; 33 refit on them: LOSO 16.20 % / 40.33 %, LOGO 17.01 % / "
+     "43.07 %)", (0.1628, 0.4026), (0.1685, 0.4259),
+     "no: LOSO median +0.08 points, the other three lower (in sample 14.3 % / 37.6 % → 14.0 % / 36.9 %). Hopper "
+     "and bf16 gained (bf16 LOSO 18.7 % / 40.0 % → 16.6 % / 37.7 %, Hopper LOSO 17.0 % → 16.4 %, the H200's first "
+     "source 19.9 % → 18.2 %), the published rows lost (LOSO 14.4 % / 38.4 % → 16.2 % / 39.3 %; Pascal 14.2 % → "
+     "17.5 %, Maxwell 13.9 % → 15.9 %, the P100's p90 49.5 % → 67.3 %); a likely reason: one rate per FLOP of "
+     "the fp32 peak does not carry across a generation whose chips have 64 or 128 lanes an SM (GP100, GP102)"),
 )
 
 

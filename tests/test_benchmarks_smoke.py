@@ -168,3 +168,11 @@ def test_bench_probes_puts_the_model_beside_the_probes():
                                           for r in out["steps"])
     text = bench_probes.markdown(out)
     assert "| resnet18 | bf16 | 256 |" in text and "NCHW over channels-last" in text
+    # the H100's probes beside the H200's: the datasheets' bandwidths 4.8 / 3.35 TB/s = 1.4328; the model moves a
+    # batch norm's bytes at the bandwidth × the fill, and both GPUs have 132 SMs, so its H100 / H200 ratio for
+    # these memory-bound batch norms is the bandwidth ratio exactly
+    sec = out["second"]
+    assert sec["bandwidth_ratio"] == pytest.approx(4.8 / 3.35)
+    assert sec["batch_norm"] and all(r["model_ratio"] == pytest.approx(4.8 / 3.35) for r in sec["batch_norm"])
+    assert all(r["h200_ms"] >= 1.0 for r in sec["batch_norm"])
+    assert "batch norm, PyTorch's kernels" in sec["families"] and "which kernels scale with DRAM bandwidth" in text
