@@ -892,15 +892,18 @@ TRIED = (
      "pooled 15.3 % / 36.4 % (36: 15.3 % / 36.2 %)"),
     ("36. a train-mode batch norm bound by its SMs, not DRAM: the slower of its bytes at the bandwidth share and its "
      "elements at a fitted rate × the CUDA-core peak × min(1, C / SMs) (GPU_EXP=chrate, `channel_rate`; fitted "
-     "0.005–0.006 elements per FLOP; on an H100, with the H200's SMs and clock and 0.70× its bandwidth, train-mode "
+     "0.0031–0.0096 elements per FLOP, Hopper 0.0050, where the H200's probe of ResNet-18's first batch norm gives "
+     "0.0066 in the forward; on an H100, with the H200's SMs and clock and 0.70× its bandwidth, train-mode "
      "batch norm took 1.05× the H200's time, median of 22 probes, where bytes at the bandwidth say 1.43×), after 33 "
      "on 3,196 rows (with the H100's 560 new ones; 33 refit on them: LOSO 16.20 % / 40.33 %, LOGO 17.01 % / "
      "43.07 %)", (0.1628, 0.4026), (0.1685, 0.4259),
      "no: LOSO median +0.08 points, the other three lower (in sample 14.3 % / 37.6 % → 14.0 % / 36.9 %). Hopper "
      "and bf16 gained (bf16 LOSO 18.7 % / 40.0 % → 16.6 % / 37.7 %, Hopper LOSO 17.0 % → 16.4 %, the H200's first "
      "source 19.9 % → 18.2 %), the published rows lost (LOSO 14.4 % / 38.4 % → 16.2 % / 39.3 %; Pascal 14.2 % → "
-     "17.5 %, Maxwell 13.9 % → 15.9 %, the P100's p90 49.5 % → 67.3 %); a likely reason: one rate per FLOP of "
-     "the fp32 peak does not carry across a generation whose chips have 64 or 128 lanes an SM (GP100, GP102)"),
+     "17.5 %, Maxwell 13.9 % → 15.9 %, the P100's p90 49.5 % → 67.3 %). Kepler, Maxwell, Pascal and Turing kept "
+     "the all-rows rate (their rows do not move it), which makes their batch norms SM-bound where DRAM bound them "
+     "before; one rate per FLOP of the fp32 peak may also not carry across chips of 64 and 128 lanes an SM (GP100, "
+     "GP102)"),
 )
 
 
