@@ -226,12 +226,10 @@ def _second_lines(sec: dict) -> list[str]:
             lines.append(f"| {name} | {a:.1f} | {b:.1f} | {b / a:.2f} |")
     bn = sec["batch_norm"]
     if bn:
-        med = statistics.median
+        ratios = [r["h100_ms"] / r["h200_ms"] for r in bn]
         lines += ["", f"Train-mode batch norm alone, forward + backward, the {len(bn)} probes of ≥ 1 ms on the H200: "
-                  f"H100 / H200 median {med(r['h100_ms'] / r['h200_ms'] for r in bn):.2f} "
-                  f"({min(r['h100_ms'] / r['h200_ms'] for r in bn):.2f}–"
-                  f"{max(r['h100_ms'] / r['h200_ms'] for r in bn):.2f}); the model (bytes at the bandwidth): "
-                  f"{med(r['model_ratio'] for r in bn):.2f}."]
+                  f"H100 / H200 median {statistics.median(ratios):.2f} ({min(ratios):.2f}–{max(ratios):.2f}); the "
+                  f"model (bytes at the bandwidth): {statistics.median(r['model_ratio'] for r in bn):.2f}."]
     return lines
 
 

@@ -353,8 +353,9 @@ def features(rows: list[dict]) -> dict:
                                1 if r["framework"].startswith("PyTorch") and r["precision"] in ("bf16", "fp16") else 2)
             # screening (chrate): a one-block-per-channel kernel's elements, and the CUDA-core peak its SMs' rate
             # is a share of
-            cols["elems"].append(nbytes / prec.activation if w.blocks else 0.0)
-            cols["p32"].append(e.cuda_core_peak if w.blocks and "chrate" in EXP else 0.0)
+            per_channel = bool(w.blocks) and "chrate" in EXP
+            cols["elems"].append(nbytes / prec.activation if per_channel else 0.0)
+            cols["p32"].append(e.cuda_core_peak if per_channel else 0.0)
             cols["calls"].append(w.calls)
             view = int(node is not None and w.calls == 0 and node.rule.alias and
                        (pidx == 0 or node.needs_grad) and not node.rule.stored)

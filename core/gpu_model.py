@@ -40,7 +40,10 @@ Every factor but the wave efficiency is a named parameter, fitted per GPU archit
   elementwise.
   Not modelled: a model in bf16 or fp16 (weights in half) gets PyTorch's own batch-norm kernels, not cuDNN's (which
   need fp32 weights, as autocast keeps them); on that H200 a median 1.5× cuDNN's forward time on the same fp16
-  input (1.2–3.1× over the 17 shapes probed), 1.3× for forward and backward together.
+  input (1.2–3.1× over the 17 shapes probed), 1.3× for forward and backward together. Nor that train-mode batch
+  norm is bound by its SMs rather than DRAM: an H100 (the H200's SMs and clock, 0.70× its bandwidth) took a median
+  1.05× the H200's time for the same batch norms, where bytes at the bandwidth say 1.43×; charging it a fitted rate
+  per SM was tried and not kept (docs/benchmarks.md, tried 36).
 * Mixed precision is PyTorch's autocast (every mixed row in the dataset was timed with it): each pass of a conv
   or linear layer ends with its cast kernels (``core.paleo.cast_work``), one per parameter tensor, the forward's
   casting the fp32 master weights to fp16 (6 bytes a parameter), the backward's the gradients back (6 bytes): memory
