@@ -41,6 +41,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from core.bridge.calibrate import _cpu_name  # the CPU name as calibrate records it (torch stays unloaded)
+from core.bridge.torchvision_zoo import ARCH_KWARGS  # GoogLeNet without its aux heads, as the calculator builds it
 
 NETWORKS = ("resnet50", "resnet18", "vgg16", "mobilenet_v2", "densenet121", "efficientnet_b0", "resnext50_32x4d",
             "alexnet", "squeezenet1_1", "shufflenet_v2_x1_0", "mobilenet_v3_large", "convnext_tiny", "resnet152",
@@ -93,7 +94,7 @@ class Case:
     def __init__(self, torch, tv, name: str, precision: str, dev):
         self.torch, self.precision, self.dev = torch, precision, dev
         with dev:                        # initialised where it runs (seconds for VGG-16 on a CPU)
-            self.model = getattr(tv.models, name)(weights=None)
+            self.model = getattr(tv.models, name)(weights=None, **ARCH_KWARGS.get(name, {}))
         self.dtype = torch.bfloat16 if precision == "bf16" else torch.float32
         if precision == "bf16":
             self.model = self.model.to(torch.bfloat16)

@@ -129,6 +129,21 @@ def test_measure_gpu_writes_lines_the_dataset_builder_reads(tmp_path, monkeypatc
     assert "cuDNN 9.19.0" in rows[0]["framework"]
 
 
+def test_measure_gpu_builds_googlenet_as_the_calculator_does():
+    """GoogLeNet with weights=None has auxiliary heads, and its training step would return three outputs; the
+    sweep builds it as the calculator's zoo does (no aux heads), so one training step runs and the parameters are
+    torchvision's published count for its weights (6,624,904)."""
+    import torch
+    import torchvision
+
+    import measure_gpu
+
+    case = measure_gpu.Case(torch, torchvision, "googlenet", "fp32", torch.device("cpu"))
+    assert sum(p.numel() for p in case.model.parameters()) == 6_624_904
+    case.runner("training_step", 2)()
+    assert all(p.grad is not None for p in case.model.parameters())
+
+
 def test_kernel_probe_dry_run_on_the_cpu(tmp_path):
     """benchmarks/kernel_probe.py on the CPU (--quick: batch 2, fp32 and bf16): one line per depthwise case and
     pass, and per batch-norm case and pass, each timed; the probe's shapes are the layers it names."""

@@ -759,7 +759,8 @@ def caffe_k40(mirror: Path) -> list[dict]:
 # measured/, holding the raw lines (gpu_measured.jsonl) and the machine (gpu_env_run*.json).
 MEASURED = {"h200-2026-11-26": "h200-sxm", "h100-2026-11-27": "h100-sxm", "h200-2026-11-27": "h200-sxm",
             "h200-2026-11-27-nets": "h200-sxm", "h100-2026-11-27-nets": "h100-sxm",
-            "h100-2026-11-27-nets2": "h100-sxm"}
+            "h100-2026-11-27-nets2": "h100-sxm", "h200-2026-11-27-nets2": "h200-sxm",
+            "h200-2026-11-27-nets3": "h200-sxm", "h100-2026-11-27-nets3": "h100-sxm"}
 MEASURED_PRECISION_NOTE = {
     "fp32": "fp32 with TF32 off for cuDNN and cuBLAS",
     "tf32": "fp32 storage, TF32 on for cuDNN and cuBLAS",

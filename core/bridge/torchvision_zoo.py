@@ -21,7 +21,7 @@ class ZooEntry:
 
 # kwargs that make the architecture match the DEFAULT weights (torchvision's builders apply them when weights are
 # given; with weights=None they would differ)
-_KWARGS = {
+ARCH_KWARGS = {
     "googlenet": {"aux_logits": False, "init_weights": False},
     "inception_v3": {"aux_logits": True, "init_weights": False},
 }
@@ -59,7 +59,7 @@ def build(name: str, device: str = "meta"):
     import torch
     import torchvision
 
-    kwargs = dict(_KWARGS.get(name, {}))
+    kwargs = dict(ARCH_KWARGS.get(name, {}))
     if name.startswith("vit_"):
         kwargs["image_size"] = entry(name).input_shape[1]
     try:
