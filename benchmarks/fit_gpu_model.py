@@ -69,7 +69,7 @@ TC = {"tf32": 1, "fp16": 2, "bf16": 2}                       # tensor-core facto
 TARGET_MEDIAN, TARGET_P90 = 0.15, 0.35
 COMPUTE_OF = {"mixed": "fp16"}           # a dataset precision → the compute precision its math runs in
 # screening switches for the "what was tried" table (GPU_EXP=queue,views,smalltile,graph,bias,cudnn,dwcuda,
-# bntrain,infov,foreach,fewrows,minrows,nchw,bwd16,dwlast,bnelem,bnnative,bnhalf,chrate): not the model
+# bntrain,infov,foreach,fewrows,minrows,nchw,bwd16,dwlast,dwlast16,bnelem,bnnative,bnhalf,chrate): not the model
 EXP = set(filter(None, os.environ.get("GPU_EXP", "").split(",")))
 EXTRA: tuple = ((("small_tile", 0.2, 1.0, 0.7),) if "smalltile" in EXP else ()) + \
     ((("graph_overhead", 0.02, 1.0, 0.5),) if "graph" in EXP else ()) + \
@@ -270,7 +270,8 @@ def features(rows: list[dict]) -> dict:
     for i, r in enumerate(rows):
         if r["network"] not in compiled:
             compiled[r["network"]] = compile_network(zoo.get(r["network"]))
-            dw_last[r["network"]] = channels_last_depthwise(compiled[r["network"]]) if "dwlast" in EXP else set()
+            dw_last[r["network"]] = channels_last_depthwise(compiled[r["network"]]) \
+                if EXP & {"dwlast", "dwlast16"} else set()
         dev = r["device"]
         e = _estimate(compiled[r["network"]], dev, r["batch"], r["precision"])
         n = r["batch"]
@@ -368,6 +369,10 @@ def features(rows: list[dict]) -> dict:
             dwb = gpu_model.on_cuda_cores(w, {"depthwise_backward": 1.0})
             if dwb and "dwlast" in EXP and node.name in dw_last[r["network"]]:
                 dwb = False         # screening: a channels-last depthwise conv runs in cuDNN (the grouped rule)
+            if dwb and "dwlast16" in EXP and node.name in dw_last[r["network"]] and prec.activation == 2:
+                # screening: the same on 2-byte activations only; in fp32 cuDNN's channels-last weight gradient
+                # (a grouped direct kernel) took 3-12x PyTorch's NCHW one on the H200 (probe_dw.jsonl)
+                dwb = False
             cols["dwb"].append(int(dwb))
             cuda_core = cuda_core or dwb
             cols["tc"].append(0 if cuda_core else tc)
