@@ -910,6 +910,13 @@ TRIED = (
      "the all-rows rate (their rows do not move it), which makes their batch norms SM-bound where DRAM bound them "
      "before; one rate per FLOP of the fp32 peak may also not carry across chips of 64 and 128 lanes an SM (GP100, "
      "GP102)"),
+    ("37. 3,979 rows: 783 this project measured in a fifth session (GoogLeNet, MNASNet 0.5, ShuffleNet V2 x2.0, "
+     "DenseNet-201, Wide ResNet-101-2, RegNetY-400MF and ConvNeXt-B, new to the dataset, on an H200 and an H100; "
+     "36's seven new networks on the H200), after 33; predicted by 33's parameters before they were added: 16.2 % / "
+     "50.9 % (the new networks 17.1 % / 54.4 %; ConvNeXt-S and -B training steps at batch 128–256 2.1–2.8× too "
+     "slow in bf16 and mixed)", (0.1619, 0.4111), (0.1693, 0.4442),
+     "kept (data): the model is 33 refit on them (in sample 14.7 % / 38.9 %); the new sources held out "
+     "14.6–16.7 % median, the H200's new networks' p90 60.9 % (ConvNeXt-B)"),
 )
 
 

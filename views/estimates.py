@@ -110,7 +110,7 @@ if tab_parts.open and est.variant == "predicted":
                        "tried 28). Not modelled: PyTorch sends a depthwise convolution whose input is channels-last "
                        "(ConvNeXt's, after its permutes) to cuDNN instead, so ConvNeXt-T's training step at batch "
                        "128–256 on an H100 or H200 comes out 1.9–2.4× too slow in bf16 and mixed precision "
-                       "(0.54–0.89× in fp32 and TF32)." if "depthwise_backward" in est.model_params and any(
+                       "(0.52–0.89× in fp32 and TF32)." if "depthwise_backward" in est.model_params and any(
                            lw.work_class == gpu_model.CUDA_CORE_BACKWARD for lw in est.work.layers) else "") +
                       batch_norm_note(est))
 elif tab_parts.open:
