@@ -69,7 +69,7 @@ TC = {"tf32": 1, "fp16": 2, "bf16": 2}                       # tensor-core facto
 TARGET_MEDIAN, TARGET_P90 = 0.15, 0.35
 COMPUTE_OF = {"mixed": "fp16"}           # a dataset precision → the compute precision its math runs in
 # screening switches for the "what was tried" table (GPU_EXP=queue,views,smalltile,graph,bias,cudnn,dwcuda,
-# bntrain,infov,foreach,fewrows,minrows,nchw,bwd16,dwlast,dwlast16,bnelem,bnnative,bnhalf,chrate): not the model
+# bntrain,infov,foreach,fewrows,minrows,nchw,bwd16,dwlast,bnelem,bnnative,bnhalf,chrate): not the model
 EXP = set(filter(None, os.environ.get("GPU_EXP", "").split(",")))
 EXTRA: tuple = ((("small_tile", 0.2, 1.0, 0.7),) if "smalltile" in EXP else ()) + \
     ((("graph_overhead", 0.02, 1.0, 0.5),) if "graph" in EXP else ()) + \
@@ -236,27 +236,13 @@ def timed_extra_s(r: dict, compiled, prec) -> float:
     return inp * r["batch"] * prec.activation / r["device_db"].link(r["host_link"]).bandwidth
 
 
-# screening (GPU_EXP=dwlast): ops whose output keeps the memory format of their inputs (PyTorch's TensorIterator and
-# norms follow the layout of the operand that is not broadcast)
-KEEPS_LAYOUT = {"add", "mul", "sub", "div", "identity", "relu", "relu6", "gelu", "silu", "hardswish", "sigmoid",
-                "layer_norm", "batch_norm", "dropout", "conv2d"}
-
-
 def channels_last_depthwise(compiled) -> set:
-    """Screening (GPU_EXP=dwlast): the depthwise convs whose input is a channels-last tensor, which PyTorch sends to
-    cuDNN (``use_cudnn_depthwise``) rather than its own depthwise kernels: a permute (0, 3, 1, 2) makes one, and an
-    op that keeps its inputs' layout (``KEEPS_LAYOUT``, a conv included) passes it on."""
-    last: dict = {}
-    out = set()
-    for node in compiled.nodes:
-        ins = [last.get(i, False) for i in node.inputs]
-        if node.op == "permute":
-            last[node.name] = tuple(node.attrs.get("dims", ())) == (0, 3, 1, 2)
-        else:
-            last[node.name] = node.op in KEEPS_LAYOUT and any(ins)
-        if ins and ins[0] and node.rule.work_class(node.ctx) == gpu_model.CUDA_CORE_BACKWARD:
-            out.add(node.name)
-    return out
+    """Screening (GPU_EXP=dwlast): the depthwise convs whose input is a channels-last tensor
+    (``gpu_model.channels_last_inputs``), which PyTorch sends to cuDNN rather than its own depthwise kernels; the
+    model does so on 2-byte activations (``gpu_model.cuda_core_backward``), the switch in every precision."""
+    last = gpu_model.channels_last_inputs(compiled)
+    return {n.name for n in compiled.nodes
+            if n.name in last and n.rule.work_class(n.ctx) == gpu_model.CUDA_CORE_BACKWARD}
 
 
 def features(rows: list[dict]) -> dict:
@@ -270,8 +256,7 @@ def features(rows: list[dict]) -> dict:
     for i, r in enumerate(rows):
         if r["network"] not in compiled:
             compiled[r["network"]] = compile_network(zoo.get(r["network"]))
-            dw_last[r["network"]] = channels_last_depthwise(compiled[r["network"]]) \
-                if EXP & {"dwlast", "dwlast16"} else set()
+            dw_last[r["network"]] = channels_last_depthwise(compiled[r["network"]]) if "dwlast" in EXP else set()
         dev = r["device"]
         e = _estimate(compiled[r["network"]], dev, r["batch"], r["precision"])
         n = r["batch"]
@@ -369,10 +354,6 @@ def features(rows: list[dict]) -> dict:
             dwb = gpu_model.on_cuda_cores(w, {"depthwise_backward": 1.0})
             if dwb and "dwlast" in EXP and node.name in dw_last[r["network"]]:
                 dwb = False         # screening: a channels-last depthwise conv runs in cuDNN (the grouped rule)
-            if dwb and "dwlast16" in EXP and node.name in dw_last[r["network"]] and prec.activation == 2:
-                # screening: the same on 2-byte activations only; in fp32 cuDNN's channels-last weight gradient
-                # (a grouped direct kernel) took 3-12x PyTorch's NCHW one on the H200 (probe_dw.jsonl)
-                dwb = False
             cols["dwb"].append(int(dwb))
             cuda_core = cuda_core or dwb
             cols["tc"].append(0 if cuda_core else tc)

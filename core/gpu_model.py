@@ -201,11 +201,47 @@ def channel_blocks(node, work_class: str | None, which: str) -> int:
     return node.in_shapes[0][0] if work_class == PER_CHANNEL and which != "forward" and node.in_shapes[0] else 0
 
 
+# ops whose output keeps the memory format of their first input: PyTorch's TensorIterator ops and norms follow it,
+# and a conv writes its output in its input's format
+KEEPS_LAYOUT = frozenset({"add", "mul", "sub", "div", "identity", "relu", "relu6", "gelu", "silu", "hardswish",
+                          "sigmoid", "layer_norm", "batch_norm", "dropout", "conv2d"})
+TO_NCHW = (0, 3, 1, 2)       # a permute that turns an NHWC-shaped tensor into a channels-last NCHW one
+
+
+@lru_cache(maxsize=64)
+def channels_last_inputs(compiled) -> frozenset:
+    """The names of the nodes whose first input is a channels-last tensor (NCHW in shape, NHWC in memory): a
+    ``permute(0, 3, 1, 2)`` makes one (ConvNeXt's blocks and its stem's norm permute to NHWC for their layer norm
+    and back), and an op that keeps its inputs' layout (``KEEPS_LAYOUT``) passes it on. Every other op, a view
+    that is not that permute included, is taken to give a contiguous NCHW tensor."""
+    last: dict = {}
+    out = set()
+    for node in compiled.nodes:
+        ins = [last.get(i, False) for i in node.inputs]
+        if node.op == "permute":
+            last[node.name] = tuple(node.attrs.get("dims", ())) == TO_NCHW
+        else:
+            last[node.name] = node.op in KEEPS_LAYOUT and any(ins)
+        if ins and ins[0]:
+            out.add(node.name)
+    return frozenset(out)
+
+
+def cuda_core_backward(lw, compiled, activation: int) -> bool:
+    """Whether a layer's backward kernels run PyTorch's own depthwise kernels on CUDA cores (``on_cuda_cores``): a
+    depthwise conv, unless its input is channels-last (``channels_last_inputs``) on 2-byte activations, which
+    PyTorch sends to cuDNN's NHWC depthwise kernels, at the grouped-conv rule (on an H200 their input and weight
+    gradients took 0.2–0.5× and 0.1× PyTorch's NCHW kernels' time in bf16 and fp16; in fp32 cuDNN's NHWC weight
+    gradient took 1.2–12× as long, so fp32 and TF32 stay on CUDA cores: benchmarks/data/probes/)."""
+    return lw.work_class == CUDA_CORE_BACKWARD and not (
+        activation == 2 and lw.node.name in channels_last_inputs(compiled))
+
+
 def on_cuda_cores(w: "Work", p: dict) -> bool:
-    """A depthwise conv's backward kernel (input or weight gradient), where the parameters have
-    ``depthwise_backward``: it runs at that share of the CUDA-core peak (``Estimate.cuda_core_peak``), not the
+    """A depthwise conv's backward kernel (input or weight gradient; ``cuda_core_backward``), where the parameters
+    have ``depthwise_backward``: it runs at that share of the CUDA-core peak (``Estimate.cuda_core_peak``), not the
     class's share of the precision's peak."""
-    return w.backward and w.work_class == CUDA_CORE_BACKWARD and "depthwise_backward" in p
+    return w.backward and w.cuda_core and "depthwise_backward" in p
 
 
 def cuda_core_precision(compute: str) -> str:

@@ -229,6 +229,7 @@ class Work:
     train: bool = False          # a training step's forward (a calibrated CPU's train figures)
     cast: bool = False           # mixed precision's cast of a layer's parameters or their gradients (predicted)
     blocks: int = 0              # thread blocks of a one-block-per-channel kernel (predicted: the SMs it fills)
+    cuda_core: bool = False      # a depthwise conv's backward on CUDA cores (predicted: gpu_model.cuda_core_backward)
 
 
 @dataclass(frozen=True)
@@ -459,7 +460,7 @@ def predicted_work(compiled: Compiled, fused: bool, batch: int, precision: Preci
         blocks = gpu_model.channel_blocks(node, lw.work_class, "backward")   # a training step's forward's too
         fwd.append((ffl, fbytes, f.calls, tiles, cls, 0, 0, blocks))
         fk, bk = [(i, ffl, fbytes)], []
-        dw = int(lw.work_class == gpu_model.CUDA_CORE_BACKWARD)     # its backward kernels: on_cuda_cores
+        dw = int(gpu_model.cuda_core_backward(lw, compiled, act))   # its backward kernels: on_cuda_cores
         if not (bfl and split):
             first.append((bfl, (b.act * act + b.xbytes) * n + b.weights * wt, b.calls, tiles, cls, 1, dw, blocks))
             second.append(empty)
@@ -980,12 +981,13 @@ class Estimate:
         if works is None:
             works = [self._at_batch(getattr(lw, src), lw.work_class, self._flops(lw, getattr(lw, src).flops))
                      for lw in self.work.layers]
-        n, p, out = self.report.batch_size, self.precision, []
+        n, p, out, compiled = self.report.batch_size, self.precision, [], self.report.compiled
         for lw, w in zip(self.work.layers, works):
             node = lw.node
             w = Work(w.work_class, w.flops, w.bytes, w.fresh_bytes, w.calls,      # (replace() costs 3× more)
                      gpu_model.layer_tiles(node, n), which == "backward", train=which == "train_forward",
-                     blocks=gpu_model.channel_blocks(node, lw.work_class, which))
+                     blocks=gpu_model.channel_blocks(node, lw.work_class, which),
+                     cuda_core=which == "backward" and gpu_model.cuda_core_backward(lw, compiled, p.activation))
             cast = cast_work(lw, p, which)
             if which != "backward" or not (w.flops and node.bwd_weight_flops
                                            and gpu_model.compute_class(lw.work_class)):

@@ -311,6 +311,48 @@ def test_a_depthwise_backward_runs_on_cuda_cores_by_hand(monkeypatch):
     assert [k.total_s for k in old.layer_times[1].backward_kernels] == pytest.approx([9.216e-5, 1.8432e-4])
 
 
+def channels_last_net() -> Network:
+    """depthwise_net with its depthwise conv's input permuted to NHWC and back (a channels-last tensor, as in
+    ConvNeXt's blocks), then a ReLU (keeps the layout) and a second depthwise conv after it."""
+    return Network.make("dwcl", {"x": (2, 8, 8)}, [
+        Node.make("pw", "conv2d", "x", out_channels=2, kernel_size=1, bias=False),
+        Node.make("nhwc", "permute", "pw", dims=(0, 2, 3, 1)),
+        Node.make("nchw", "permute", "nhwc", dims=(0, 3, 1, 2)),
+        Node.make("dw", "conv2d", "nchw", out_channels=2, kernel_size=3, padding=1, groups=2, bias=False),
+        Node.make("act", "relu", "dw"),
+        Node.make("dw2", "conv2d", "act", out_channels=2, kernel_size=3, padding=1, groups=2, bias=False)])
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "fp32"])
+def test_a_channels_last_depthwise_backward_runs_in_cudnn_on_half_activations(monkeypatch, dtype):
+    """A depthwise conv whose input is channels-last (a permute (0, 3, 1, 2), passed on by a conv and a ReLU) runs
+    cuDNN's NHWC kernels in half precision: its backward at the grouped-conv rule, not at the CUDA-core peak. In
+    fp32 cuDNN's NHWC weight gradient is slower than PyTorch's kernels, so it stays on CUDA cores."""
+    monkeypatch.setattr(gm, "load_params", lambda: {"generations": {"volta": {**TOY_PARAMS,
+                                                                              "depthwise_backward": 0.1}}})
+    net = channels_last_net()
+    e = estimate(net, TOY, batch_size=2, dtype=dtype, variant="predicted")
+    assert gm.channels_last_inputs(e.report.compiled) == {"dw", "act", "dw2"}
+    half = dtype == "fp16"
+    assert e._predicted.work.kernels.cuda_core.sum() == (0 if half else 4)     # dgrad and wgrad of dw and dw2
+    for i in (3, 5):
+        kernels = e.layer_times[i].backward_kernels
+        if half:
+            # the grouped rule, as test_a_depthwise_backward_runs_on_cuda_cores_by_hand's "without the parameter":
+            # dgrad 4,608 FLOPs / (4e9 × 0.25 × 0.5 × 0.5 × 0.2 wave) = 9.216e-5 s, wgrad / (… × 0.25 …) = 1.8432e-4
+            assert [k.total_s for k in kernels] == pytest.approx([9.216e-5, 1.8432e-4])
+        else:
+            # CUDA cores: 4,608 / (1e9 × 0.1 × 0.2) = 2.304e-4 s each (memory (128 + 128) × 4 B × 2 + 18 × 4 B =
+            # 2,120 B / 8e7 = 2.65e-5 s and overhead 1e-5 s are shorter)
+            assert [k.total_s for k in kernels] == pytest.approx([2.304e-4, 2.304e-4])
+    # the same network without the permutes: every depthwise backward on CUDA cores in either precision
+    plain = Network.make("dwnchw", dict(net.inputs), [n for n in net.nodes if n.op != "permute"][:1] + [
+        Node.make("dw", "conv2d", "pw", out_channels=2, kernel_size=3, padding=1, groups=2, bias=False),
+        *[n for n in net.nodes if n.name in ("act", "dw2")]])
+    assert estimate(plain, TOY, batch_size=2, dtype=dtype, variant="predicted")._predicted.work.kernels \
+        .cuda_core.sum() == 4
+
+
 def test_a_depthwise_backward_needs_the_cuda_core_peak(monkeypatch):
     """A device without an fp32 peak cannot time a depthwise conv's backward: a DeviceError names the figure and
     what the device has; a network without a depthwise conv does not need it."""
@@ -471,9 +513,10 @@ def test_the_few_rows_pull_by_hand(monkeypatch):
 
 
 def test_channels_last_depthwise_convs_are_found():
-    """The screening pass for PyTorch's cuDNN depthwise path (GPU_EXP=dwlast): ConvNeXt-T's blocks (3 + 3 + 9 + 3 =
-    18) each start with a 7x7 depthwise conv whose input comes, through a residual add or a downsampling conv, from a
-    permute (0, 3, 1, 2), so all 18 take channels-last input; MobileNet V2's 17 follow NCHW convs only."""
+    """``gpu_model.channels_last_inputs`` (and the fit's screening pass on it, GPU_EXP=dwlast): ConvNeXt-T's blocks
+    (3 + 3 + 9 + 3 = 18) each start with a 7x7 depthwise conv whose input comes, through a residual add or a
+    downsampling conv, from a permute (0, 3, 1, 2), so all 18 take channels-last input; MobileNet V2's 17 follow
+    NCHW convs only (tests/test_zoo_vs_torchvision.py checks both against PyTorch's tensors)."""
     from core import zoo
     from core.graph import compile_network
     fit = _fit_module()

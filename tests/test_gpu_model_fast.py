@@ -36,6 +36,8 @@ CASES = [      # network, device, batch, dtype, settings: Winograd (fp32), tenso
     ("resnet18", "v100-sxm2", 4, "fp32", {"fused": True, "launch": "cuda_graphs"}),   # no host overhead at all
     ("resnet18", "h100-sxm", 2, "mixed", {}),             # Hopper's autograd factor; mixed precision's casts
     ("mobilenet_v2", "a100-40gb-sxm", 32, "mixed", {"launch": "cuda_graphs"}),   # casts of depthwise convs
+    ("convnext_tiny", "h200-sxm", 4, "bf16", {}),         # channels-last depthwise convs (cuDNN's, in half)
+    ("convnext_tiny", "h100-sxm", 2, "fp32", {}),         # the same on CUDA cores
 ]
 
 

@@ -163,3 +163,30 @@ def test_mnist(name, conv2_out, params, macs):
     assert 2 * report.totals["macs"] == fwd == fwd_ref
     assert bwd == bwd_ref          # conv1 reads the raw input: weight gradient only
     assert report.layer("conv1").backward_input_flops == 0
+
+
+@pytest.mark.parametrize("name, expected", [("convnext_tiny", 18), ("mobilenet_v2", 0), ("efficientnet_b0", 0),
+                                            ("mobilenet_v3_small", 0)])
+def test_channels_last_inputs_are_the_tensors_pytorch_makes(name, expected):
+    """``gpu_model.channels_last_inputs``: the depthwise convs it finds with channels-last input are, in network
+    order, those whose input tensor PyTorch lays out channels-last (strides of NHWC, not contiguous NCHW) in a real
+    forward pass: all 18 of ConvNeXt-T's (each after its permutes), none of the NCHW networks'."""
+    from core import gpu_model, zoo
+    from core.graph import compile_network
+
+    compiled = compile_network(zoo.get(name))
+    last = gpu_model.channels_last_inputs(compiled)
+    ours = [n.name in last for n in compiled.nodes if n.rule.work_class(n.ctx) == gpu_model.CUDA_CORE_BACKWARD]
+    model = getattr(torchvision.models, name)(weights=None).eval()
+    seen: list[bool] = []
+
+    def hook(module, inputs, _out):
+        if isinstance(module, nn.Conv2d) and module.groups == module.in_channels > 1:
+            x = inputs[0]
+            seen.append(x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous())
+
+    for m in model.modules():
+        m.register_forward_hook(hook)
+    with torch.no_grad():
+        model(torch.randn(2, *zoo.get(name).inputs[0][1]))
+    assert ours == seen and sum(seen) == expected
