@@ -53,7 +53,12 @@ Every factor but the wave efficiency is a named parameter, fitted per GPU archit
   no tensor-core path and accumulate in fp32. With the grouped-conv factors, this project's H100 and H200
   depthwise networks' training steps at batch 128–256 came out 31–40 % too fast while their inference passes were
   too slow (docs/benchmarks.md, tried 23, 24, 26 and 28). A parameter set without it uses the grouped-conv rule.
-  Not modelled: PyTorch sends a depthwise conv with channels-last input (ConvNeXt's, after its permutes) to cuDNN.
+  Except on channels-last input in half precision (``cuda_core_backward``): PyTorch sends a depthwise conv whose
+  input is channels-last (ConvNeXt's, after its permutes: ``channels_last_inputs`` follows the memory format
+  through the graph) to cuDNN's NHWC kernels, whose backward in bf16 and fp16 took 0.1–0.6× the time of PyTorch's
+  NCHW kernels on an H200; it runs at the grouped-conv rule there (docs/benchmarks.md, tried 37). In fp32 cuDNN's
+  NHWC weight gradient took 1.2–12× PyTorch's, and stays at ``depthwise_backward`` (ConvNeXt's fp32 and TF32
+  training steps still come out too fast).
 
 Generations are the devices' ``architecture`` values; Ampere is two: ``ampere`` (GA10x: RTX 30, A10, A40, RTX A6000)
 and ``ampere-ga100`` (A100), fitted apart because GA100's tensor cores do twice the work per SM (held-out error with
@@ -190,7 +195,8 @@ def dgrad_tiles(node, batch: int) -> int:
     return 0
 
 
-CUDA_CORE_BACKWARD = "depthwise_conv"       # the work class whose backward kernels ``on_cuda_cores`` marks
+CUDA_CORE_BACKWARD = "depthwise_conv"       # the work class whose backward kernels may run on CUDA cores
+                                            # (``cuda_core_backward``, ``on_cuda_cores``)
 PER_CHANNEL = "batch_norm"                  # the work class whose train-mode kernels run one thread block a channel
 
 
@@ -201,10 +207,12 @@ def channel_blocks(node, work_class: str | None, which: str) -> int:
     return node.in_shapes[0][0] if work_class == PER_CHANNEL and which != "forward" and node.in_shapes[0] else 0
 
 
-# ops whose output keeps the memory format of their first input: PyTorch's TensorIterator ops and norms follow it,
-# and a conv writes its output in its input's format
+# ops whose output keeps the memory format of the operand that decides it (``channels_last_inputs``): PyTorch's
+# elementwise ops (TensorIterator), batch norm, pooling and interpolation, a conv (cuDNN writes its output in its
+# input's format) and a concatenation. Not a layer norm: on a channels-last tensor PyTorch returns a contiguous one.
 KEEPS_LAYOUT = frozenset({"add", "mul", "sub", "div", "identity", "relu", "relu6", "gelu", "silu", "hardswish",
-                          "sigmoid", "layer_norm", "batch_norm", "dropout", "conv2d"})
+                          "sigmoid", "batch_norm", "dropout", "conv2d", "max_pool2d", "avg_pool2d",
+                          "adaptive_avg_pool2d", "interpolate", "concat"})
 TO_NCHW = (0, 3, 1, 2)       # a permute that turns an NHWC-shaped tensor into a channels-last NCHW one
 
 
@@ -212,8 +220,10 @@ TO_NCHW = (0, 3, 1, 2)       # a permute that turns an NHWC-shaped tensor into a
 def channels_last_inputs(compiled) -> frozenset:
     """The names of the nodes whose first input is a channels-last tensor (NCHW in shape, NHWC in memory): a
     ``permute(0, 3, 1, 2)`` makes one (ConvNeXt's blocks and its stem's norm permute to NHWC for their layer norm
-    and back), and an op that keeps its inputs' layout (``KEEPS_LAYOUT``) passes it on. Every other op, a view
-    that is not that permute included, is taken to give a contiguous NCHW tensor."""
+    and back), and an op that keeps its inputs' layout (``KEEPS_LAYOUT``) passes on that of its first input of the
+    output's shape (an operand that is broadcast does not decide: ``x * scale`` with x channels-last is
+    channels-last, ``nchw + cl`` is NCHW, ``cl + nchw`` channels-last). Every other op, a view that is not that
+    permute included, is taken to give a contiguous NCHW tensor."""
     last: dict = {}
     out = set()
     for node in compiled.nodes:
@@ -221,18 +231,20 @@ def channels_last_inputs(compiled) -> frozenset:
         if node.op == "permute":
             last[node.name] = tuple(node.attrs.get("dims", ())) == TO_NCHW
         else:
-            last[node.name] = node.op in KEEPS_LAYOUT and any(ins)
+            decides = [cl for cl, shape in zip(ins, node.in_shapes) if tuple(shape) == tuple(node.out_shape)] or ins
+            last[node.name] = node.op in KEEPS_LAYOUT and bool(decides) and decides[0]
         if ins and ins[0]:
             out.add(node.name)
     return frozenset(out)
 
 
 def cuda_core_backward(lw, compiled, activation: int) -> bool:
-    """Whether a layer's backward kernels run PyTorch's own depthwise kernels on CUDA cores (``on_cuda_cores``): a
-    depthwise conv, unless its input is channels-last (``channels_last_inputs``) on 2-byte activations, which
-    PyTorch sends to cuDNN's NHWC depthwise kernels, at the grouped-conv rule (on an H200 their input and weight
-    gradients took 0.2–0.5× and 0.1× PyTorch's NCHW kernels' time in bf16 and fp16; in fp32 cuDNN's NHWC weight
-    gradient took 1.2–12× as long, so fp32 and TF32 stay on CUDA cores: benchmarks/data/probes/)."""
+    """Whether a layer's backward kernels are timed on CUDA cores (``on_cuda_cores``): a depthwise conv's, unless
+    its input is channels-last (``channels_last_inputs``) on 2-byte activations. PyTorch sends a channels-last
+    depthwise conv to cuDNN's NHWC kernels in every precision; in bf16 and fp16 their input and weight gradients
+    took 0.37–0.59× and 0.09–0.12× the time of PyTorch's NCHW kernels on an H200, so they are timed at the
+    grouped-conv rule. In fp32 cuDNN's NHWC weight gradient took 1.2–12× as long (its input gradient 0.47–0.71×),
+    so fp32 and TF32 keep the CUDA-core rule (benchmarks/data/probes/)."""
     return lw.work_class == CUDA_CORE_BACKWARD and not (
         activation == 2 and lw.node.name in channels_last_inputs(compiled))
 

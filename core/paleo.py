@@ -363,8 +363,9 @@ class Kernels:
     """The works ``Estimate._layer_parts`` makes, as numpy float64 arrays with one entry per kernel: ``flops``,
     ``bytes``, ``calls``, ``tiles``; ``work_class``: the index of the class in ``gpu_model.COMPUTE_CLASSES`` (its
     length for any other class: no class efficiency); ``kind``: 0 forward, 1 backward (an input gradient or any
-    other op's), 2 a weight gradient; ``cuda_core``: a depthwise conv's backward kernel (``gpu_model.on_cuda_cores``
-    where the parameters have ``depthwise_backward``); ``blocks``: a one-block-per-channel kernel's thread blocks
+    other op's), 2 a weight gradient; ``cuda_core``: a depthwise conv's backward kernel on CUDA cores
+    (``gpu_model.cuda_core_backward``; ``on_cuda_cores`` where the parameters have ``depthwise_backward``);
+    ``blocks``: a one-block-per-channel kernel's thread blocks
     (``gpu_model.channel_blocks``; a forward entry holds the training step's, which an inference pass leaves
     out), 0 elsewhere."""
 

@@ -335,6 +335,8 @@ def test_a_channels_last_depthwise_backward_runs_in_cudnn_on_half_activations(mo
     assert gm.channels_last_inputs(e.report.compiled) == {"dw", "act", "dw2"}
     half = dtype == "fp16"
     assert e._predicted.work.kernels.cuda_core.sum() == (0 if half else 4)     # dgrad and wgrad of dw and dw2
+    for i in (3, 5):                # the per-work path (Estimate._layer_parts) marks the same kernels
+        assert [gm.on_cuda_cores(w, e.model_params) for w in e._layer_parts("backward")[i]] == [not half] * 2
     for i in (3, 5):
         kernels = e.layer_times[i].backward_kernels
         if half:
@@ -351,6 +353,35 @@ def test_a_channels_last_depthwise_backward_runs_in_cudnn_on_half_activations(mo
         *[n for n in net.nodes if n.name in ("act", "dw2")]])
     assert estimate(plain, TOY, batch_size=2, dtype=dtype, variant="predicted")._predicted.work.kernels \
         .cuda_core.sum() == 4
+
+
+def test_the_layout_of_an_elementwise_op_is_its_first_full_size_operands():
+    """As PyTorch lays out an elementwise op's output: ``nchw + cl`` is NCHW, ``cl + nchw`` channels-last, and a
+    broadcast operand (ConvNeXt's layer scale, (C, 1, 1)) does not decide, so ``scale * cl`` is channels-last; a
+    layer norm returns a contiguous tensor."""
+    net = Network.make("layouts", {"x": (2, 8, 8)}, [
+        Node.make("pw", "conv2d", "x", out_channels=2, kernel_size=1, bias=False),
+        Node.make("nhwc", "permute", "pw", dims=(0, 2, 3, 1)),
+        Node.make("cl", "permute", "nhwc", dims=(0, 3, 1, 2)),
+        Node.make("nchw_first", "add", ["pw", "cl"]),
+        Node.make("cl_first", "add", ["cl", "pw"]),
+        Node.make("scale", "parameter", [], shape=(2, 1, 1)),
+        Node.make("scaled", "mul", ["scale", "cl"]),
+        Node.make("after_scale", "relu", "scaled"),
+        Node.make("after_nchw", "relu", "nchw_first"),
+        Node.make("after_cl", "relu", "cl_first"),
+        Node.make("norm", "layer_norm", "nhwc", normalized_ndim=1),
+        Node.make("back", "permute", "norm", dims=(0, 3, 1, 2)),
+        Node.make("after_back", "relu", "back"),
+        Node.make("norm_cl", "layer_norm", "cl", normalized_ndim=1),
+        Node.make("after_norm_cl", "relu", "norm_cl")],
+        outputs=("after_scale", "after_nchw", "after_cl", "after_back", "after_norm_cl"))
+    from core.graph import compile_network
+    last = gm.channels_last_inputs(compile_network(net))
+    # nodes whose first input is channels-last: cl_first (cl), after_scale (scaled), after_cl (cl_first),
+    # after_back (the permute of the norm's NHWC output), norm_cl (cl); nchw_first reads pw first, after_nchw reads
+    # nchw_first, scaled reads the (C, 1, 1) scale first, after_norm_cl a layer norm's (contiguous) output
+    assert last == {"cl_first", "after_scale", "after_cl", "after_back", "norm_cl"}
 
 
 def test_a_depthwise_backward_needs_the_cuda_core_peak(monkeypatch):
@@ -523,6 +554,12 @@ def test_channels_last_depthwise_convs_are_found():
     cnx = fit.channels_last_depthwise(compile_network(zoo.get("convnext_tiny")))
     assert len(cnx) == 18 and all(n.endswith("block.0") for n in cnx)
     assert fit.channels_last_depthwise(compile_network(zoo.get("mobilenet_v2"))) == set()
+    # the model: on 2-byte activations none of their 18 × 2 backward kernels (dgrad, wgrad) on CUDA cores, in fp32
+    # all 36; MobileNet V2's 17 × 2 in either
+    for name, dtype, on_cores in (("convnext_tiny", "bf16", 0), ("convnext_tiny", "mixed", 0),
+                                  ("convnext_tiny", "fp32", 36), ("mobilenet_v2", "bf16", 34)):
+        e = estimate(zoo.get(name), "h200-sxm", batch_size=2, dtype=dtype, variant="predicted")
+        assert e._predicted.work.kernels.cuda_core.sum() == on_cores, (name, dtype)
 
 
 def test_a_gpu_at_two_clocks_is_one_held_out_gpu():
