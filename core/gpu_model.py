@@ -56,7 +56,7 @@ Every factor but the wave efficiency is a named parameter, fitted per GPU archit
   Except on channels-last input in half precision (``cuda_core_backward``): PyTorch sends a depthwise conv whose
   input is channels-last (ConvNeXt's, after its permutes: ``channels_last_inputs`` follows the memory format
   through the graph) to cuDNN's NHWC kernels, whose backward in bf16 and fp16 took 0.1–0.6× the time of PyTorch's
-  NCHW kernels on an H200; it runs at the grouped-conv rule there (docs/benchmarks.md, tried 37). In fp32 cuDNN's
+  NCHW kernels on an H200; it runs at the grouped-conv rule there (docs/benchmarks.md, tried 38). In fp32 cuDNN's
   NHWC weight gradient took 1.2–12× PyTorch's, and stays at ``depthwise_backward`` (ConvNeXt's fp32 and TF32
   training steps still come out too fast).
 
