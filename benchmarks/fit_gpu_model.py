@@ -898,6 +898,17 @@ TRIED = (
      "slow in bf16 and mixed)", (0.1619, 0.4111), (0.1693, 0.4442),
      "kept (data): the model is 33 refit on them (in sample 14.7 % / 38.9 %); the new sources held out "
      "14.6–16.7 % median, the H200's new networks' p90 60.9 % (ConvNeXt-B)"),
+    ("38. a depthwise conv whose input is channels-last (ConvNeXt's, after its permutes; "
+     "`gpu_model.channels_last_inputs` follows the memory format through the graph, checked against PyTorch's "
+     "tensors) runs cuDNN's NHWC kernels: on 2-byte activations its backward at the grouped-conv rule, not "
+     "`depthwise_backward` (on the H200 cuDNN's input and weight gradients took 0.37–0.59× and 0.09–0.12× PyTorch's "
+     "NCHW kernels' time in bf16 and fp16; in fp32 its weight gradient 1.2–12×, so fp32 and TF32 keep the rule; "
+     "fitted as GPU_EXP=dwlast16, now `gpu_model.cuda_core_backward`), after 37 on the same 3,979 rows",
+     (0.1583, 0.4030), (0.1654, 0.4250),
+     "kept: all four lower (LOSO 16.19 % / 41.11 %, LOGO 16.93 % / 44.42 % before; in sample 14.7 % / 38.9 % → "
+     "14.5 % / 37.6 %). ConvNeXt's 54 half-precision training steps held out by source 43.9 % / 153 % → 13.2 % / "
+     "29.5 %, bf16 LOSO 18.7 % / 41.8 % → 17.3 % / 38.1 %, Hopper 16.6 % → 16.2 %; the published rows 15.0 % → "
+     "15.1 % (ryujaehun's 14.6 % → 15.4 %)"),
 )
 
 
