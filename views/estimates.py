@@ -109,9 +109,9 @@ if tab_parts.open and est.variant == "predicted":
                        "their own fitted share of the fp32 CUDA-core peak (docs/benchmarks.md, tried 28). One whose "
                        "input is channels-last (ConvNeXt's, after its permutes) runs cuDNN's kernels instead: in "
                        "half precision at the grouped-convolution rule (tried 38); in fp32 and TF32 cuDNN's "
-                       "channels-last weight gradient is slower still and the model keeps the CUDA-core rule, so "
-                       "ConvNeXt's training steps at batch 128–256 on an H100 or H200 come out 0.57–1.03× of the "
-                       "measured time there (0.70–1.09× in bf16 and mixed precision)."
+                       "channels-last weight gradient is slower than PyTorch's and the model keeps the CUDA-core "
+                       "rule, so ConvNeXt's training steps at batch 128–256 on an H100 or H200 come out 0.57–1.03× "
+                       "of the measured time there (0.70–1.09× in bf16 and mixed precision)."
                        if "depthwise_backward" in est.model_params and any(
                            lw.work_class == gpu_model.CUDA_CORE_BACKWARD for lw in est.work.layers) else "") +
                       batch_norm_note(est))
