@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import core
+from core import gpu_model
 from core.units import format_bytes
 
 _TOKENS = re.compile(r"[A-Za-z]+_[A-Za-z]+|[A-Za-z]+|\d[\d,]*\d|\d|\s+|.")
@@ -44,6 +45,36 @@ def model_label(est) -> str:
         return f"predicted (±{est.typical_error['median'] * 100:.0f} % typical)"
     return f"{'PALEO' if est.variant == 'paleo' else est.variant} (PPP {est.ppp:g})"
 
+
+def batch_norm_note(est) -> str:
+    """The caption's sentence on train-mode batch norm (``gpu_model.narrowest_channel_fill``), with this network's
+    narrowest one on this GPU; empty without batch norm or without the GPU's SM count."""
+    narrowest = gpu_model.narrowest_channel_fill(est.work.layers, est.device.sm_count)
+    if narrowest is None:
+        return ""
+    c, fill = narrowest
+    return (f" A batch norm in a training step (its forward and its backward) runs one thread block per channel, "
+            f"as PyTorch's and cuDNN's kernels do, so its bytes move at the share of the SMs its channels fill: "
+            f"here the narrowest, {c} channels, fill {fill:.0%} of the {est.device.sm_count} SMs "
+            f"(measured on an H200: docs/benchmarks.md, tried 33). An inference pass's batch norm is elementwise.")
+
+
+def predicted_notes(est) -> str:
+    """The Estimates breakdown caption's sentences on what the predicted variant charges this network: mixed
+    precision's casts, depthwise convolutions' backward kernels, train-mode batch norm (empty where none apply)."""
+    mixed = (" Mixed precision runs as PyTorch's autocast: each conv or linear layer also runs cast kernels, its fp32 "
+             "weights to fp16 in every forward and its gradients back in the backward (bytes and launches, fitted: "
+             "docs/benchmarks.md, tried 25).")
+    depthwise = (" A depthwise convolution's backward kernels (PyTorch's own, with no tensor-core path) run at their "
+                 "own fitted share of the fp32 CUDA-core peak (docs/benchmarks.md, tried 28). One whose input is "
+                 "channels-last (ConvNeXt's, after its permutes) runs cuDNN's kernels instead: in half precision at "
+                 "the grouped-convolution rule (tried 38); in fp32 and TF32 cuDNN's channels-last weight gradient is "
+                 "slower than PyTorch's and the model keeps the CUDA-core rule, so ConvNeXt's training steps at batch "
+                 "128–256 on an H100 or H200 come out 0.57–1.03× of the measured time there (0.70–1.09× in bf16 and "
+                 "mixed precision).")
+    has_depthwise = "depthwise_backward" in est.model_params and any(
+        lw.work_class == gpu_model.CUDA_CORE_BACKWARD for lw in est.work.layers)
+    return (mixed if est.precision.master else "") + (depthwise if has_depthwise else "") + batch_norm_note(est)
 
 def markdown_report(report: core.Report, est=None) -> str:
     """The current analysis as a Markdown document: settings, totals, PALEO and roofline, the per-layer table."""

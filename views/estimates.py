@@ -5,7 +5,7 @@ tab runs, so a change re-renders fast."""
 import pandas as pd
 import streamlit as st
 
-from core import CalcError, gpu_model
+from core import CalcError
 from core.api import estimate, scaling, sweep
 from core.choices import ALLREDUCE, CONV_ALGORITHMS, SCALING_MODES
 from core.cli import calibration_line
@@ -13,7 +13,7 @@ from core.paleo import limiting_term, overhead_limited_up_to
 from ui.charts import bars_chart, lines_chart, memory_chart, show
 from ui.state import devices, page, time_settings
 from ui.tables import dataframe
-from ui.text import model_label
+from ui.text import model_label, predicted_notes
 
 sel = page("Time estimates", needs_estimate=True)
 report, dev, est = sel.report, sel.device, sel.estimate
@@ -66,19 +66,6 @@ tab_parts, tab_batch, tab_devices, tab_conv, tab_dp = st.tabs(
     key="estimates_tab", on_change="rerun")
 
 
-def batch_norm_note(est) -> str:
-    """The caption's sentence on train-mode batch norm (``gpu_model.narrowest_channel_fill``), with this network's
-    narrowest one on this GPU; empty without batch norm or without the GPU's SM count."""
-    narrowest = gpu_model.narrowest_channel_fill(est.work.layers, est.device.sm_count)
-    if narrowest is None:
-        return ""
-    c, fill = narrowest
-    return (f" A batch norm in a training step (its forward and its backward) runs one thread block per channel, "
-            f"as PyTorch's and cuDNN's kernels do, so its bytes move at the share of the SMs its channels fill: "
-            f"here the narrowest, {c} channels, fill {fill:.0%} of the {est.device.sm_count} SMs "
-            f"(measured on an H200: docs/benchmarks.md, tried 33). An inference pass's batch norm is elementwise.")
-
-
 if tab_parts.open and est.variant == "predicted":
     lim = {**est.limited_by, "training_forward": est.limited_by["train_forward"],
            "update": {limiting_term(est.update): est.update.total_s}}
@@ -102,19 +89,7 @@ if tab_parts.open and est.variant == "predicted":
                       "training step's forward, the backward) another; none under CUDA Graphs). A "
                       "column adds up the layers that term "
                       "limits. 3×3 stride-1 convolutions in fp32 run as Winograd, as cuDNN picks them." +
-                      (" Mixed precision runs as PyTorch's autocast: each conv or linear layer also runs cast "
-                       "kernels, its fp32 weights to fp16 in every forward and its gradients back in the backward "
-                       "(bytes and launches, fitted: docs/benchmarks.md, tried 25)." if est.precision.master else "") +
-                      (" A depthwise convolution's backward kernels (PyTorch's own, with no tensor-core path) run at "
-                       "their own fitted share of the fp32 CUDA-core peak (docs/benchmarks.md, tried 28). One whose "
-                       "input is channels-last (ConvNeXt's, after its permutes) runs cuDNN's kernels instead: in "
-                       "half precision at the grouped-convolution rule (tried 38); in fp32 and TF32 cuDNN's "
-                       "channels-last weight gradient is slower than PyTorch's and the model keeps the CUDA-core "
-                       "rule, so ConvNeXt's training steps at batch 128–256 on an H100 or H200 come out 0.57–1.03× "
-                       "of the measured time there (0.70–1.09× in bf16 and mixed precision)."
-                       if "depthwise_backward" in est.model_params and any(
-                           lw.work_class == gpu_model.CUDA_CORE_BACKWARD for lw in est.work.layers) else "") +
-                      batch_norm_note(est))
+                      predicted_notes(est))
 elif tab_parts.open:
     dataframe(pd.DataFrame([
         {"part": "forward compute", "ms": t["forward_compute_s"] * 1e3},
