@@ -69,7 +69,8 @@ TC = {"tf32": 1, "fp16": 2, "bf16": 2}                       # tensor-core facto
 TARGET_MEDIAN, TARGET_P90 = 0.15, 0.35
 COMPUTE_OF = {"mixed": "fp16"}           # a dataset precision → the compute precision its math runs in
 # screening switches for the "what was tried" table (GPU_EXP=queue,views,smalltile,graph,bias,cudnn,dwcuda,
-# bntrain,infov,foreach,fewrows,minrows,nchw,bwd16,dwlast,bnelem,bnnative,bnhalf,chrate): not the model
+# bntrain,infov,foreach,fewrows,minrows,nchw,bwd16,dwlast,bnelem,bnnative,bnhalf,chrate,smrate,smdram,dwl32):
+# not the model
 EXP = set(filter(None, os.environ.get("GPU_EXP", "").split(",")))
 EXTRA: tuple = ((("small_tile", 0.2, 1.0, 0.7),) if "smalltile" in EXP else ()) + \
     ((("graph_overhead", 0.02, 1.0, 0.5),) if "graph" in EXP else ()) + \
@@ -77,7 +78,9 @@ EXTRA: tuple = ((("small_tile", 0.2, 1.0, 0.7),) if "smalltile" in EXP else ()) 
     ((("backward_fp16", 0.2, 1.0, 0.8),) if "bwd16" in EXP else ()) + \
     ((("bn_native", 1.0, 8.0, 2.0),) if "bnnative" in EXP else ()) + \
     ((("bn_half", 1.0, 8.0, 2.0),) if "bnhalf" in EXP else ()) + \
-    ((("channel_rate", 1e-4, 0.1, 0.005),) if "chrate" in EXP else ())    # screening only
+    ((("channel_rate", 1e-4, 0.1, 0.005),) if "chrate" in EXP else ()) + \
+    ((("sm_rate", 0.02, 64.0, 1.0),) if "smrate" in EXP else ()) + \
+    ((("dw_last_fp32", 1.0, 20.0, 2.0),) if "dwl32" in EXP else ())    # screening only
 # "graph": a factor on the per-kernel overhead of the rows not timed in eager PyTorch (MXNet, TensorFlow, Caffe,
 # Torch7: a runtime that runs a graph, or Lua's thinner dispatch), so PyTorch's overhead is not fitted to them
 NAMES = NAMES + tuple(e[0] for e in EXTRA)
@@ -250,13 +253,14 @@ def features(rows: list[dict]) -> dict:
     compiled: dict = {}
     dw_last: dict = {}
     keys = ("row", "pidx", "flops", "bytes", "calls", "views", "cls", "tc", "bwd", "wgrad", "wave", "wave64",
-            "wave32", "peak", "bw", "eager", "infer", "dwb", "fill", "bnh", "elems", "p32")
+            "wave32", "peak", "bw", "eager", "infer", "dwb", "fill", "bnh", "elems", "p32", "smclk", "dwl32")
     cols = {k: [] for k in keys}
     paleo_s, copy_s = [], []
     for i, r in enumerate(rows):
         if r["network"] not in compiled:
             compiled[r["network"]] = compile_network(zoo.get(r["network"]))
-            dw_last[r["network"]] = channels_last_depthwise(compiled[r["network"]]) if "dwlast" in EXP else set()
+            dw_last[r["network"]] = channels_last_depthwise(compiled[r["network"]]) \
+                if EXP & {"dwlast", "dwl32"} else set()
         dev = r["device"]
         e = _estimate(compiled[r["network"]], dev, r["batch"], r["precision"])
         n = r["batch"]
@@ -339,9 +343,11 @@ def features(rows: list[dict]) -> dict:
                                1 if r["framework"].startswith("PyTorch") and r["precision"] in ("bf16", "fp16") else 2)
             # screening (chrate): a one-block-per-channel kernel's elements, and the CUDA-core peak its SMs' rate
             # is a share of
-            per_channel = bool(w.blocks) and "chrate" in EXP
+            per_channel = bool(w.blocks) and bool(EXP & {"chrate", "smrate"})
             cols["elems"].append(nbytes / prec.activation if per_channel else 0.0)
             cols["p32"].append(e.cuda_core_peak if per_channel else 0.0)
+            # screening (smrate): the SM-cycles a second (SMs × boost clock, device_specs.json)
+            cols["smclk"].append((gpu_model.sm_cycles(dev) or 0.0) if per_channel and "smrate" in EXP else 0.0)
             cols["calls"].append(w.calls)
             view = int(node is not None and w.calls == 0 and node.rule.alias and
                        (pidx == 0 or node.needs_grad) and not node.rule.stored)
@@ -355,6 +361,9 @@ def features(rows: list[dict]) -> dict:
             if dwb and "dwlast" in EXP and node.name in dw_last[r["network"]]:
                 dwb = False         # screening: a channels-last depthwise conv runs in cuDNN (the grouped rule)
             cols["dwb"].append(int(dwb))
+            # screening (dwl32): a channels-last depthwise conv's weight gradient on 4-byte activations (cuDNN's
+            # NHWC kernel, 1.2–12× PyTorch's NCHW one on an H200 in fp32)
+            cols["dwl32"].append(int(dwb and w.weight_grad and node.name in dw_last[r["network"]]))
             cuda_core = cuda_core or dwb
             cols["tc"].append(0 if cuda_core else tc)
             cols["bwd"].append(int(w.backward))
@@ -375,7 +384,7 @@ def features(rows: list[dict]) -> dict:
         paleo_s.append(pass_seconds(Estimate(e.report, dev, variant="paleo").totals, r["pass"]))  # PALEO, PPP 1
         copy_s.append(timed_extra_s(r, compiled[r["network"]], prec))
     f = {k: np.array(v, dtype=float) for k, v in cols.items()}
-    for k in ("row", "pidx", "cls", "tc", "views", "wgrad", "eager", "infer", "dwb", "bnh"):
+    for k in ("row", "pidx", "cls", "tc", "views", "wgrad", "eager", "infer", "dwb", "bnh", "dwl32"):
         f[k] = f[k].astype(int)
     f["paleo_s"] = np.array(paleo_s)
     f["copy_s"] = np.array(copy_s)
@@ -400,10 +409,16 @@ def predict(f: dict, vec_of_row: np.ndarray, timed: bool = True) -> np.ndarray:
     if "bwd16" in EXP:      # screening: fp16/bf16 tensor-core backward kernels at a factor of their own
         eff = eff * np.where((f["bwd"] > 0) & (f["tc"] == 2), v[:, NAMES.index("backward_fp16")], 1.0)
     comp = f["flops"] / (f["peak"] * eff * wave)
+    if "dwl32" in EXP:      # screening: cuDNN's NHWC depthwise weight gradient in fp32 at a fitted factor
+        comp = comp * np.where(f["dwl32"] > 0, v[:, NAMES.index("dw_last_fp32")], 1.0)
     mem = f["bytes"] / (f["bw"] * v[:, 5] * f["fill"])
     if "chrate" in EXP:     # screening: a one-block-per-channel kernel, the slower of DRAM and its SMs' rate
         sm = f["elems"] / (f["p32"] * f["fill"] * v[:, NAMES.index("channel_rate")])
         mem = np.where(f["elems"] > 0, np.maximum(f["bytes"] / (f["bw"] * v[:, 5]), sm), mem)
+    if "smrate" in EXP:     # screening: the slower of DRAM and its SMs at a fitted rate per SM-cycle
+        with np.errstate(divide="ignore"):
+            sm = f["elems"] / (f["smclk"] * f["fill"] * v[:, NAMES.index("sm_rate")])
+        mem = np.where((f["elems"] > 0) & (f["smclk"] > 0), np.maximum(f["bytes"] / (f["bw"] * v[:, 5]), sm), mem)
     if "bnnative" in EXP:   # screening: a half-precision model's own batch-norm kernels at a fitted factor
         mem = mem * np.where(f["bnh"] == 1, v[:, NAMES.index("bn_native")], 1.0)
     if "bnhalf" in EXP:     # screening: every train-mode batch norm on 2-byte activations at a fitted factor
@@ -495,6 +510,16 @@ def fit(f: dict, rows: list[dict], train: np.ndarray, rounds: int) -> dict:
             out[g] = out["all"].copy()
             continue
         out[g] = _descend(_subset(sub, idx), out["all"], out["all"], rounds)
+        if "smdram" in EXP:     # screening: a generation whose own rows do not favour the SM rate keeps DRAM's rule
+            j = NAMES.index("sm_rate")
+            dram = out[g].copy()
+            dram[j] = HI[j]
+            gs = _subset(sub, idx)
+            logm = np.log(gs["measured_s"])
+            lo = [np.abs(np.log(predict(gs, np.broadcast_to(x, (gs["n"], len(x))))) - logm).mean()
+                  for x in (out[g], dram)]
+            if lo[1] <= lo[0]:
+                out[g] = dram
     return out
 
 

@@ -294,6 +294,13 @@ def channel_fill(blocks: int, sm_count: int | None) -> float:
     return min(1.0, blocks / sm_count)
 
 
+def sm_cycles(device) -> float | None:
+    """SM-cycles a second: SMs × boost clock (device_specs.json's ``sm_count`` and ``boost_clock``); None where the
+    device states either not."""
+    sms, clock = getattr(device, "sm_count", None), getattr(device, "boost_clock", None)
+    return sms * clock if sms and clock else None
+
+
 def narrowest_channel_fill(layers, sm_count: int | None) -> tuple[int, float] | None:
     """(channels, ``channel_fill``) of the narrowest one-block-per-channel kernel among a network's layers
     (``LayerWork``s) in a training step; None where it has none or the device states no SM count."""
