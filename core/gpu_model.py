@@ -40,10 +40,14 @@ Every factor but the wave efficiency is a named parameter, fitted per GPU archit
   elementwise.
   Not modelled: a model in bf16 or fp16 (weights in half) gets PyTorch's own batch-norm kernels, not cuDNN's (which
   need fp32 weights, as autocast keeps them); on that H200 a median 1.5× cuDNN's forward time on the same fp16
-  input (1.2–3.1× over the 17 shapes probed), 1.3× for forward and backward together. Nor that train-mode batch
-  norm is bound by its SMs rather than DRAM: an H100 (the H200's SMs and clock, 0.70× its bandwidth) took a median
-  1.05× the H200's time for the same batch norms, where bytes at the bandwidth say 1.43×; charging it a fitted rate
-  per SM was tried and not kept (docs/benchmarks.md, tried 36).
+  input (1.2–3.1× over the 17 shapes probed), 1.3× for forward and backward together.
+* Train-mode batch norm is bound by its SMs as much as by DRAM: an H100 (the H200's SMs and clock, 0.70× its
+  bandwidth) took a median 1.05× the H200's time for the same batch norms, where bytes at the bandwidth say 1.43×.
+  So its kernels take the slower of their bytes at the bandwidth and their elements at ``sm_rate`` per SM-cycle
+  (``sm_cycles``: SMs × boost clock) of the SMs their channels fill (``memory_s``). Per SM-cycle, not per FLOP of
+  the fp32 peak: a rate per FLOP (tried 36) gives a chip of 64 FP32 lanes an SM (GP100, Volta, Turing, GA100) half
+  the rate per cycle of one of 128; it lost on the published rows and was not kept, per cycle all four held-out
+  figures fell (docs/benchmarks.md, tried 39). A device without a boost clock keeps the fill on DRAM.
 * Mixed precision is PyTorch's autocast (every mixed row in the dataset was timed with it): each pass of a conv
   or linear layer ends with its cast kernels (``core.paleo.cast_work``), one per parameter tensor, the forward's
   casting the fp32 master weights to fp16 (6 bytes a parameter), the backward's the gradients back (6 bytes): memory
@@ -117,6 +121,12 @@ PARAMETERS = (
     # precision (no tensor-core kernel; they accumulate in fp32)
     ("depthwise_backward", "share of the CUDA-core (fp32) peak a depthwise convolution's backward kernels reach",
      0.002, 1.0),
+    # a train-mode batch norm's kernels: bound by their SMs, not DRAM, where this rate is the slower (an H100, the
+    # H200's SMs and clock at 0.70× its bandwidth, took 1.05× the H200's time for the same batch norms). Per
+    # SM-cycle, not per FLOP: an SM's load/store path, not its FP32 lanes (64 on GP100, Volta, Turing and GA100,
+    # 128 on GP102 and Hopper), is taken to set it
+    ("sm_rate", "elements a train-mode batch norm's kernels move per SM-cycle (the SMs its channels fill); the "
+                "kernel takes the slower of that and DRAM", 0.02, 64.0),
 )
 PARAM_NAMES = tuple(p[0] for p in PARAMETERS)
 COMPUTE_CLASSES = ("conv", "grouped_conv", "linear")     # other classes of work: compute at the peak (memory-bound)
@@ -311,9 +321,17 @@ def narrowest_channel_fill(layers, sm_count: int | None) -> tuple[int, float] | 
 
 
 def memory_s(w: "Work", e: "Estimate") -> float:
-    """Bytes at the fitted share of the bandwidth, × the share of SMs a one-block-per-channel kernel fills
-    (``channel_blocks``, ``channel_fill``; 1 for any other kernel)."""
-    return w.bytes / (e.bandwidth * e.model_params["memory"] * channel_fill(w.blocks, e.device.sm_count))
+    """Bytes at the fitted share of the bandwidth. A one-block-per-channel kernel (``channel_blocks``) where the
+    parameters have ``sm_rate`` and the device states its SMs and clock (``sm_cycles``): the slower of its bytes
+    at that bandwidth and its elements at ``sm_rate`` per SM-cycle of the SMs its channels fill
+    (``channel_fill``); without them, its bytes at the bandwidth × that fill."""
+    p = e.model_params
+    fill = channel_fill(w.blocks, e.device.sm_count)
+    cycles = sm_cycles(e.device) if w.blocks and "sm_rate" in p else None
+    if cycles:
+        return max(w.bytes / (e.bandwidth * p["memory"]),
+                   w.bytes / e.precision.activation / (cycles * fill * p["sm_rate"]))
+    return w.bytes / (e.bandwidth * p["memory"] * fill)
 
 
 def overhead_s(w: "Work", e: "Estimate") -> float:
@@ -329,7 +347,8 @@ def overhead_s(w: "Work", e: "Estimate") -> float:
 
 
 def kernel_seconds(k, peak: float, bandwidth: float, p: dict, compute: str, sm_count: int | None,
-                   overhead: bool = True, train: bool = False, core_peak: float | None = None) -> dict | None:
+                   overhead: bool = True, train: bool = False, core_peak: float | None = None,
+                   cycles: float | None = None, activation: int = 4) -> dict | None:
     """``compute_s``, ``memory_s``, ``overhead_s`` and their max over many kernels at once: the arrays of
     ``core.paleo.Kernels`` (one entry per kernel; numpy, imported here so that ``import core`` does not load it).
     The same formulas as the functions above, each operation in the same order, so every time equals the
@@ -337,7 +356,8 @@ def kernel_seconds(k, peak: float, bandwidth: float, p: dict, compute: str, sm_c
     overhead term). ``train``: the forward kernels are a training step's (under autograd, as the backward's are).
     ``core_peak``: the CUDA-core peak of the kernels ``k.cuda_core`` marks (a depthwise conv's backward).
     ``k.blocks``: a one-block-per-channel kernel's blocks (``channel_blocks``), in the forward's entries the
-    training step's (used only where ``train``).
+    training step's (used only where ``train``); ``cycles`` (``sm_cycles``) and ``activation`` (bytes an element):
+    its SM rate where the parameters have ``sm_rate``.
     None where a time is not a finite number: the per-work path then raises, naming the work."""
     import numpy as np
 
@@ -363,8 +383,11 @@ def kernel_seconds(k, peak: float, bandwidth: float, p: dict, compute: str, sm_c
         # memory_s(): × channel_fill(blocks) of a one-block-per-channel kernel; an inference forward has none
         blocks = k.blocks if train else np.where(k.kind > 0, k.blocks, 0.0)
         fill = np.where(blocks > 0, np.minimum(blocks / sm_count, 1.0), 1.0) if sm_count else 1.0
-        out = {"compute": np.where(k.flops != 0, k.flops / (peaks * eff), 0.0),
-               "memory": k.bytes / (bandwidth * p["memory"] * fill), "overhead": ov}
+        mem = k.bytes / (bandwidth * p["memory"] * fill)
+        if cycles and sm_count and "sm_rate" in p:     # the slower of DRAM and the SMs the channels fill
+            sms = k.bytes / activation / (cycles * fill * p["sm_rate"])
+            mem = np.where(blocks > 0, np.maximum(k.bytes / (bandwidth * p["memory"]), sms), mem)
+        out = {"compute": np.where(k.flops != 0, k.flops / (peaks * eff), 0.0), "memory": mem, "overhead": ov}
         out["total"] = np.maximum(np.maximum(out["compute"], out["memory"]), out["overhead"])   # combine()
     if not all(np.isfinite(v).all() for v in out.values()):
         return None

@@ -1156,8 +1156,9 @@ class Estimate:
                 self.device.sm_count, self._has("overhead"))
         core = self.cuda_core_peak if work.kernels.cuda_core.any() and \
             "depthwise_backward" in self.model_params else None
-        seconds = gpu_model.kernel_seconds(*args, core_peak=core)
-        train = gpu_model.kernel_seconds(*args, train=True, core_peak=core)   # its first L: a training step's forward
+        rate = {"core_peak": core, "cycles": gpu_model.sm_cycles(self.device), "activation": self.precision.activation}
+        seconds = gpu_model.kernel_seconds(*args, **rate)
+        train = gpu_model.kernel_seconds(*args, train=True, **rate)   # its first L: a training step's forward
         if seconds is None or train is None:
             return None
         return PredictedTimes(work, seconds, train)

@@ -235,6 +235,35 @@ def test_train_mode_batch_norm_fills_one_sm_a_channel_by_hand(toy_params, channe
     assert list(e._predicted.work.kernels.blocks[:2]) == [channels, channels]   # forward entry, backward entry
 
 
+@pytest.mark.parametrize("rate, channels, per_byte", [
+    # SM-bound: elements = bytes / 4 (fp32) at 0.5 a cycle of 1e7 SM-cycles/s × fill: bytes / (4 · 0.5e7 · fill);
+    # fill 0.4 → bytes / 8e6, fill 1 → bytes / 2e7 (DRAM: bytes / 8e7, faster)
+    (0.5, 4, 1 / 8e6), (0.5, 12, 1 / 2e7),
+    # DRAM-bound: 64 a cycle → bytes / (4 · 64e7 · 0.4) = bytes / 1.024e9, faster than DRAM's bytes / 8e7, which
+    # then has no fill: the SMs' share is the SM term's
+    (64.0, 4, 1 / 8e7)])
+def test_train_mode_batch_norm_at_the_slower_of_dram_and_its_sms_by_hand(monkeypatch, rate, channels, per_byte):
+    """With ``sm_rate`` and a device that states its SMs and clock, a train-mode batch norm's kernels take the
+    slower of their bytes at the bandwidth and their elements at ``sm_rate`` per SM-cycle of the SMs their channels
+    fill. The toy GPU at 1 MHz: 10 SMs × 1e6 Hz = 1e7 SM-cycles a second. An inference pass's is elementwise."""
+    from dataclasses import replace
+
+    from core.api import analyze
+    monkeypatch.setattr(gm, "load_params", lambda: {"generations": {"volta": {**TOY_PARAMS, "sm_rate": rate}}})
+    dev = replace(TOY, boost_clock=1e6)
+    assert gm.sm_cycles(dev) == 1e7 and gm.sm_cycles(TOY) is None
+    net = Network.make("bn", {"x": (channels, 10, 10)}, [Node.make("bn", "batch_norm", "x")])
+    e = estimate(analyze(net, None, 1000), dev, batch_size=1000, variant="predicted")
+    (fwd,), (train,), (bwd,) = (e._layer_parts(w)[0] for w in ("forward", "train_forward", "backward"))
+    assert gm.memory_s(fwd, e) == pytest.approx(fwd.bytes / 8e7)
+    assert gm.memory_s(train, e) == pytest.approx(train.bytes * per_byte)
+    assert gm.memory_s(bwd, e) == pytest.approx(bwd.bytes * per_byte)
+    # the array path: the same numbers (memory-bound at batch 1000: ≥ 0.04 s ≫ the 1e-5 s launch)
+    assert e.layers[0]["forward_s"] == pytest.approx(fwd.bytes / 8e7)
+    assert e.train_forward.total_s == pytest.approx(train.bytes * per_byte)
+    assert e.totals["backward_s"] == pytest.approx(bwd.bytes * per_byte)
+
+
 def test_mixed_precision_casts_by_hand(monkeypatch):
     """Mixed precision as autocast runs it: every forward casts each fp32 parameter tensor of a conv or linear
     layer to fp16 (one kernel per tensor: read the fp32 master, 4 B, write the fp16 copy, 2 B, per parameter) and
