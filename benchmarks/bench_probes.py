@@ -229,7 +229,8 @@ def _second_lines(sec: dict) -> list[str]:
         ratios = [r["h100_ms"] / r["h200_ms"] for r in bn]
         lines += ["", f"Train-mode batch norm alone, forward + backward, the {len(bn)} probes of ≥ 1 ms on the H200: "
                   f"H100 / H200 median {statistics.median(ratios):.2f} ({min(ratios):.2f}–{max(ratios):.2f}); the "
-                  f"model (bytes at the bandwidth): {statistics.median(r['model_ratio'] for r in bn):.2f}."]
+                  f"model (the slower of its bytes at the bandwidth and its elements at the fitted SM rate): "
+                  f"{statistics.median(r['model_ratio'] for r in bn):.2f}."]
     return lines
 
 
