@@ -77,7 +77,7 @@ def predicted_notes(est) -> str:
                  "channels-last (ConvNeXt's, after its permutes) runs cuDNN's kernels instead: in half precision at "
                  "the grouped-convolution rule (tried 38); in fp32 and TF32 cuDNN's channels-last weight gradient is "
                  "slower than PyTorch's and the model keeps the CUDA-core rule, so ConvNeXt's training steps at batch "
-                 "128–256 on an H100 or H200 come out 0.57–1.03× of the measured time there (0.70–1.09× in bf16 and "
+                 "128–256 on an H100 or H200 come out 0.55–0.98× of the measured time there (0.66–1.06× in bf16 and "
                  "mixed precision).")
     has_depthwise = "depthwise_backward" in est.model_params and any(
         lw.work_class == gpu_model.CUDA_CORE_BACKWARD for lw in est.work.layers)
