@@ -56,14 +56,13 @@ def batch_norm_note(est) -> str:
     where = f"here the narrowest, {c} channels, fill {fill:.0%} of the {est.device.sm_count} SMs"
     rate = est.model_params.get("sm_rate")
     if rate is not None and gpu_model.sm_cycles(est.device):
-        return (f" A batch norm in a training step (its forward and its backward) runs one thread block per channel, "
-                f"as PyTorch's and cuDNN's kernels do: it takes the slower of its bytes at the bandwidth and its "
-                f"elements at {rate:.3g} per cycle of each SM its channels fill (fitted; {where}; docs/benchmarks.md, "
-                f"tried 33 and 39). An inference pass's batch norm is elementwise.")
-    return (f" A batch norm in a training step (its forward and its backward) runs one thread block per channel, "
-            f"as PyTorch's and cuDNN's kernels do, so its bytes move at the share of the SMs its channels fill: "
-            f"{where} (measured on an H200: docs/benchmarks.md, tried 33). An inference pass's batch norm is "
-            f"elementwise.")
+        rule = (f": it takes the slower of its bytes at the bandwidth and its elements at {rate:.3g} per cycle of each "
+                f"SM its channels fill (fitted; {where}; docs/benchmarks.md, tried 33 and 39).")
+    else:
+        rule = (f", so its bytes move at the share of the SMs its channels fill: {where} (measured on an H200: "
+                f"docs/benchmarks.md, tried 33).")
+    return (" A batch norm in a training step (its forward and its backward) runs one thread block per channel, as "
+            "PyTorch's and cuDNN's kernels do" + rule + " An inference pass's batch norm is elementwise.")
 
 
 def predicted_notes(est) -> str:
