@@ -752,18 +752,27 @@ def _predicted_asked(device: Device, compute: str) -> str:
 
 
 MIN_GENERATION_ROWS = 20       # fewer held-out rows than this: a generation's own error is too thin to quote
+# batch ≤ this: a GPU pass is mostly the host's per-kernel cost, whose speed varies from run to run (the fit's
+# measured rows: a quarter of the batch-1 passes took > 10 % longer than the same pass at batch 8), so the error
+# quoted for an estimate at such a batch is the small-batch rows' own
+SMALL_BATCH = 8
 
 
-def typical_error(device: Device) -> dict:
+def typical_error(device: Device, batch: int | None = None) -> dict:
     """The predicted model's held-out error (leave-one-source-out: each row predicted by a fit that did not see its
-    source): the device's generation where it has at least ``MIN_GENERATION_ROWS`` held-out rows, else all rows."""
+    source): the rows of the device's generation where it has at least ``MIN_GENERATION_ROWS`` of them, else all
+    rows; with ``batch``, only the rows of its band (batch ≤ ``SMALL_BATCH`` or above) where the file has them."""
     doc = gpu_model.load_params()
-    gen = (doc.get("errors_by_generation") or {}).get(device.architecture or "")
+    band = None if batch is None else "small" if batch <= SMALL_BATCH else "large"
+    by_band = (doc.get("errors_by_batch") or {}).get(band) if band else None
+    gens, overall = (by_band, by_band["all"]) if by_band else \
+        (doc.get("errors_by_generation") or {}, doc["errors"]["loso"])
+    at = "" if not by_band else f" at batch 1–{SMALL_BATCH}" if band == "small" else f" at batch ≥ {SMALL_BATCH + 1}"
+    gen = gens.get(device.architecture or "")
     if gen and gen.get("rows", 0) >= MIN_GENERATION_ROWS:
-        e, basis = gen, f"{device.architecture} GPUs, {gen['rows']} measured timings"
+        e, basis = gen, f"{device.architecture} GPUs, {gen['rows']} measured timings{at}"
     else:
-        e = doc["errors"]["loso"]
-        basis = f"all GPUs, {e['rows']} measured timings"
+        e, basis = overall, f"all GPUs, {overall['rows']} measured timings{at}"
     return {"median": e["median"], "p90": e["p90"], "rows": e["rows"],
             "basis": f"leave-one-source-out over {basis}"}
 
@@ -1266,7 +1275,7 @@ class Estimate:
     @cached_property
     def typical_error(self) -> dict | None:
         """The predicted model's held-out error (``typical_error``); None for the other variants."""
-        return typical_error(self.device) if self.variant == "predicted" else None
+        return typical_error(self.device, self.report.batch_size) if self.variant == "predicted" else None
 
     @cached_property
     def limited_by(self) -> dict:

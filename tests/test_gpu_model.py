@@ -753,3 +753,56 @@ def test_parameter_tensors_match_torch():
     for name, (tensors, elements) in seen.items():
         c = compile_network(zoo.get(name))
         assert (sum(param_tensors(n) for n in c.nodes), c.trainable) == (tensors, elements), name
+
+
+def test_host_scatter_by_hand():
+    """The measured rows' own scatter at small batch: t(1) / t(8) per (session, GPU, network, precision, pass),
+    only this project's measured rows, only cases timed at both batches."""
+    fit = _fit_module()
+
+    def row(src, net, b, ms, ps="inference"):
+        return {"source_id": src, "gpu": "h200-sxm", "network": net, "precision": "fp32", "pass": ps, "batch": b,
+                "measured_s": ms / 1e3}
+    rows = [row("measured-a", "n1", 1, 3.0), row("measured-a", "n1", 8, 2.0),       # r = 1.5
+            row("measured-a", "n2", 1, 2.3), row("measured-a", "n2", 8, 2.0),       # r = 1.15
+            row("measured-a", "n3", 1, 2.0), row("measured-a", "n3", 8, 2.5),       # r = 0.8
+            row("measured-a", "n1", 1, 9.0, "training_step"),                        # no batch 8: not a pair
+            row("published", "n1", 1, 9.0), row("published", "n1", 8, 1.0)]          # not measured here
+    h = fit.host_scatter(rows)
+    assert h["pairs"] == 3 and h["over_10"] == 2 and h["over_20"] == 1
+    assert h["max"] == pytest.approx(1.5)
+    # floors of the pairs above 1.1: (1.5 − 1) / 2.5 = 0.2 and (1.15 − 1) / 2.15 = 0.0698; median 0.1349
+    assert h["floor_median"] == pytest.approx((0.2 + 0.15 / 2.15) / 2)
+    # the floor is what one shared time does: 2·3·2 / (3 + 2) = 2.4 ms is 20 % off both 3 and 2 ms
+    assert abs(2.4 / 3.0 - 1) == pytest.approx(0.2) and abs(2.4 / 2.0 - 1) == pytest.approx(0.2)
+    text = "\n".join(fit._scatter_lines(h))
+    assert "Of the 3 " in text and "2 took more than 10 %" in text and "1 more than 20 % (up to 1.50×)" in text
+    assert fit._scatter_lines({"pairs": 0}) == [] and fit.host_scatter(rows[-2:]) == {"pairs": 0}
+
+
+def test_errors_by_batch_by_hand():
+    """The held-out |error| split at batch 8, over all rows and per generation (what typical_error quotes)."""
+    import numpy as np
+    fit = _fit_module()
+    rows = [{"batch": 1, "generation": "volta"}, {"batch": 8, "generation": "volta"},
+            {"batch": 9, "generation": "volta"}, {"batch": 64, "generation": "hopper"}]
+    pred, meas = np.array([1.1, 0.7, 1.0, 1.5]), np.ones(4)
+    e = fit.errors_by_batch(rows, pred, meas)
+    # small: |errors| 0.1 and 0.3 → median 0.2; p90 by linear interpolation 0.1 + 0.9·0.2 = 0.28
+    assert e["small"]["all"] == pytest.approx({"median": 0.2, "p90": 0.28, "rows": 2})
+    assert e["small"]["volta"] == e["small"]["all"] and "hopper" not in e["small"]
+    # large: 0.0 (volta) and 0.5 (hopper) → median 0.25, p90 0.45
+    assert e["large"]["all"] == pytest.approx({"median": 0.25, "p90": 0.45, "rows": 2})
+    assert e["large"]["hopper"] == pytest.approx({"median": 0.5, "p90": 0.5, "rows": 1})
+
+
+def test_the_fitted_files_batch_bands_cover_its_rows():
+    """core/gpu_params.json's errors_by_batch: the two bands' rows add up to the held-out rows, in total and per
+    generation, and each band's median lies between the file's generation-wide figures' extremes."""
+    doc = gm.load_params()
+    bands, loso = doc["errors_by_batch"], doc["errors"]["loso"]
+    assert bands["small"]["all"]["rows"] + bands["large"]["all"]["rows"] == loso["rows"]
+    for g, e in doc["errors_by_generation"].items():
+        assert sum(bands[b].get(g, {"rows": 0})["rows"] for b in ("small", "large")) == e["rows"]
+    lo, hi = sorted((bands["small"]["all"]["median"], bands["large"]["all"]["median"]))
+    assert lo <= loso["median"] <= hi

@@ -88,6 +88,29 @@ def test_typical_error_is_the_generations_where_it_has_enough_rows(monkeypatch):
     assert typical_error(ada)["median"] == 0.2 and "all GPUs" in typical_error(ada)["basis"]   # 3 rows: too few
 
 
+def test_typical_error_at_a_batch_is_its_bands(monkeypatch):
+    """With a batch, the error quoted is the rows' of its band (batch ≤ 8: the host-bound passes), the generation's
+    where it has enough of them; a file without bands (or no batch) keeps the generation's error over all rows."""
+    band = {"small": {"all": {"median": 0.18, "p90": 0.49, "rows": 100}, "volta": {"median": 0.4, "p90": 0.76,
+                                                                                  "rows": 56}},
+            "large": {"all": {"median": 0.14, "p90": 0.36, "rows": 200}, "volta": {"median": 0.16, "p90": 0.42,
+                                                                                  "rows": 19}}}
+    doc = {"generations": {"volta": TOY_PARAMS}, "errors": ERRORS,
+           "errors_by_generation": {"volta": {"median": 0.12, "p90": 0.3, "rows": 40}}, "errors_by_batch": band}
+    monkeypatch.setattr(gm, "load_params", lambda: doc)
+    for b in (1, 8):
+        e = typical_error(TOY, b)
+        assert (e["median"], e["p90"], e["rows"]) == (0.4, 0.76, 56)
+        assert e["basis"].endswith("volta GPUs, 56 measured timings at batch 1–8")
+    e = typical_error(TOY, 9)      # volta has 19 large-batch rows (< 20): the band's rows over all GPUs
+    assert (e["median"], e["rows"]) == (0.14, 200)
+    assert e["basis"].endswith("all GPUs, 200 measured timings at batch ≥ 9")
+    assert typical_error(TOY)["median"] == 0.12                                   # no batch: all of volta's rows
+    assert estimate(two_layer(), TOY, batch_size=4).typical_error["median"] == 0.4  # an estimate's own batch
+    del doc["errors_by_batch"]
+    assert typical_error(TOY, 1)["median"] == 0.12 and "batch" not in typical_error(TOY, 1)["basis"]
+
+
 def test_limiting_term_is_the_largest():
     assert limiting_term(PassTime(compute_s=3e-6, memory_s=1e-6, overhead_s=2e-6, total_s=3e-6)) == "compute"
     assert limiting_term(PassTime(compute_s=1e-6, memory_s=1e-6, fresh_pages_s=2e-6, total_s=4e-6)) == "memory"
