@@ -596,8 +596,8 @@ def stats(e: np.ndarray) -> tuple[float, float, int]:
 
 def host_scatter(rows: list[dict]) -> dict:
     """How reproducible this project's own small-batch rows are, from the data alone. Batch 8 does 8× batch 1's
-    work with the same kernel calls, so on one machine a pass cannot take longer at batch 1 than at batch 8 beyond
-    timing noise; a pair where it does was timed in two host states. For each (session, GPU, network, precision,
+    work with the same kernel calls, so on one machine a pass that takes longer at batch 1 than at batch 8 points to
+    two host states, not to the work. For each (session, GPU, network, precision,
     pass) timed at both batches: r = t(1) / t(8). A model that keeps t(1) ≤ t(8) errs by at least (r − 1) / (r + 1)
     on one of the pair's rows (the best it can do is one time for both, 2·t(1)·t(8) / (t(1) + t(8)))."""
     at: dict = {}
@@ -1056,10 +1056,10 @@ def _scatter_lines(h: dict | None) -> list[str]:
     if not h or not h["pairs"]:
         return []
     return ["", f"How reproducible the small-batch rows are (this project's measured rows, from the data alone): "
-                f"batch 8 does 8× batch 1's work with the same kernel calls, so a pass cannot take longer at batch 1 "
-                f"than at batch 8 on one machine beyond timing noise. Of the {h['pairs']} (session, network, "
+                f"batch 8 does 8× batch 1's work with the same kernel calls, so a pass that takes longer at batch 1 "
+                f"than at batch 8 on one machine points to the host's state, not to the work. Of the {h['pairs']} (session, network, "
                 f"precision, pass) cases timed at both, {h['over_10']} took more than 10 % longer at batch 1 and "
-                f"{h['over_20']} more than 20 % (up to {h['max']:.2f}×): the host ran them in two states. On such "
+                f"{h['over_20']} more than 20 % (up to {h['max']:.2f}×). On such "
                 f"a pair any model that keeps batch 1 no slower than batch 8 errs by at least (r − 1) / (r + 1) on "
                 f"one of the two rows (r = t(1) / t(8)); over the pairs above 10 % that floor has a median of "
                 f"{h['floor_median'] * 100:.0f} %. The batch 1–8 rows' p90 holds that scatter, which a model of "
