@@ -1057,11 +1057,11 @@ def _scatter_lines(h: dict | None) -> list[str]:
         return []
     return ["", f"How reproducible the small-batch rows are (this project's measured rows, from the data alone): "
                 f"batch 8 does 8× batch 1's work with the same kernel calls, so a pass that takes longer at batch 1 "
-                f"than at batch 8 on one machine points to the host's state, not to the work. Of the {h['pairs']} (session, network, "
-                f"precision, pass) cases timed at both, {h['over_10']} took more than 10 % longer at batch 1 and "
-                f"{h['over_20']} more than 20 % (up to {h['max']:.2f}×). On such "
-                f"a pair any model that keeps batch 1 no slower than batch 8 errs by at least (r − 1) / (r + 1) on "
-                f"one of the two rows (r = t(1) / t(8)); over the pairs above 10 % that floor has a median of "
+                f"than at batch 8 on one machine points to the host's state, not to the work. Of the {h['pairs']} "
+                f"(session, network, precision, pass) cases timed at both, {h['over_10']} took more than 10 % longer "
+                f"at batch 1 and {h['over_20']} more than 20 % (up to {h['max']:.2f}×). On such a pair any model "
+                f"that keeps batch 1 no slower than batch 8 errs by at least (r − 1) / (r + 1) on one of the two "
+                f"rows (r = t(1) / t(8)); over the pairs above 10 % that floor has a median of "
                 f"{h['floor_median'] * 100:.0f} %. The batch 1–8 rows' p90 holds that scatter, which a model of "
                 f"one machine state cannot remove."]
 
