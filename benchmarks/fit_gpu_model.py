@@ -14,7 +14,8 @@ Errors are |predicted / measured − 1|: in-sample, leave-one-source-out (LOSO) 
 held-out row predicted by a fit that did not see its source (GPU; a GPU at its base clock, ``k40-base``, is held out
 with the same GPU at boost); a generation with no training rows in a fold uses the fold's all-rows set. A row's
 generation is its device's ``architecture``. The file also gets each generation's LOSO error
-(``errors_by_generation``), which the estimate quotes as a GPU's typical error.
+(``errors_by_generation``) and the same by batch band (``errors_by_batch``: batch ≤ 8 and above), which an estimate
+quotes as its typical error (``core.paleo.typical_error``).
 The prediction is the model evaluated with numpy on features taken from
 core.paleo's own per-layer works; ``check_against_estimate`` confirms it equals ``Estimate(variant="predicted")``.
 
@@ -596,10 +597,11 @@ def stats(e: np.ndarray) -> tuple[float, float, int]:
 
 def host_scatter(rows: list[dict]) -> dict:
     """How reproducible this project's own small-batch rows are, from the data alone. Batch 8 does 8× batch 1's
-    work with the same kernel calls, so on one machine a pass that takes longer at batch 1 than at batch 8 points to
-    two host states, not to the work. For each (session, GPU, network, precision,
-    pass) timed at both batches: r = t(1) / t(8). A model that keeps t(1) ≤ t(8) errs by at least (r − 1) / (r + 1)
-    on one of the pair's rows (the best it can do is one time for both, 2·t(1)·t(8) / (t(1) + t(8)))."""
+    work with as many kernel launches, so on one machine a pass that takes longer at batch 1 than at batch 8 points
+    to the machine's state (the host, the clocks) or to a per-shape kernel choice, not to the amount of work. For
+    each (session, GPU, network, precision, pass) timed at both batches: r = t(1) / t(8). A model that keeps
+    t(1) ≤ t(8) errs by at least (r − 1) / (r + 1) on one of the pair's rows (the best it can do is one time for
+    both, 2·t(1)·t(8) / (t(1) + t(8)))."""
     at: dict = {}
     for r in rows:
         if r["source_id"].startswith("measured-") and r["batch"] in (1, 8):
@@ -1056,14 +1058,15 @@ def _scatter_lines(h: dict | None) -> list[str]:
     if not h or not h["pairs"]:
         return []
     return ["", f"How reproducible the small-batch rows are (this project's measured rows, from the data alone): "
-                f"batch 8 does 8× batch 1's work with the same kernel calls, so a pass that takes longer at batch 1 "
-                f"than at batch 8 on one machine points to the host's state, not to the work. Of the {h['pairs']} "
+                f"batch 8 does 8× batch 1's work with as many kernel launches, so a pass that takes longer at batch 1 "
+                f"than at batch 8 on one machine points to the machine's state (the host, the clocks) or to a "
+                f"per-shape kernel choice (cuDNN's, cuBLAS's), not to the amount of work. Of the {h['pairs']} "
                 f"(session, network, precision, pass) cases timed at both, {h['over_10']} took more than 10 % longer "
                 f"at batch 1 and {h['over_20']} more than 20 % (up to {h['max']:.2f}×). On such a pair any model "
                 f"that keeps batch 1 no slower than batch 8 errs by at least (r − 1) / (r + 1) on one of the two "
                 f"rows (r = t(1) / t(8)); over the pairs above 10 % that floor has a median of "
-                f"{h['floor_median'] * 100:.0f} %. The batch 1–8 rows' p90 holds that scatter, which a model of "
-                f"one machine state cannot remove."]
+                f"{h['floor_median'] * 100:.0f} %. Each pair is from one session, so the state changes within a "
+                f"session; the model, fitted per generation, predicts one state."]
 
 
 def _kepler_lines(out: dict) -> list[str]:

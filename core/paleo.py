@@ -763,18 +763,19 @@ def typical_error(device: Device, batch: int | None = None) -> dict:
     source): the rows of the device's generation where it has at least ``MIN_GENERATION_ROWS`` of them, else all
     rows; with ``batch``, only the rows of its band (batch ≤ ``SMALL_BATCH`` or above) where the file has them."""
     doc = gpu_model.load_params()
+    arch = device.architecture or ""
     band = None if batch is None else "small" if batch <= SMALL_BATCH else "large"
-    by_band = (doc.get("errors_by_batch") or {}).get(band) if band else None
-    gens, overall = (by_band, by_band["all"]) if by_band else \
-        (doc.get("errors_by_generation") or {}, doc["errors"]["loso"])
-    at = "" if not by_band else f" at batch 1–{SMALL_BATCH}" if band == "small" else f" at batch ≥ {SMALL_BATCH + 1}"
-    gen = gens.get(device.architecture or "")
-    if gen and gen.get("rows", 0) >= MIN_GENERATION_ROWS:
-        e, basis = gen, f"{device.architecture} GPUs, {gen['rows']} measured timings{at}"
-    else:
-        e, basis = overall, f"all GPUs, {overall['rows']} measured timings{at}"
+    by_band = (doc.get("errors_by_batch") or {}).get(band) or {} if band else {}
+    at = f" at batch 1–{SMALL_BATCH}" if band == "small" else f" at batch ≥ {SMALL_BATCH + 1}"
+    # the most specific figure with enough rows: the generation in the band, the generation at every batch, all
+    # GPUs in the band, all GPUs
+    candidates = ((by_band.get(arch), f"{arch} GPUs", at),
+                  ((doc.get("errors_by_generation") or {}).get(arch), f"{arch} GPUs", ""),
+                  (by_band.get("all"), "all GPUs", at))
+    e, who, where = next((c for c in candidates if c[0] and c[0].get("rows", 0) >= MIN_GENERATION_ROWS),
+                         (doc["errors"]["loso"], "all GPUs", ""))
     return {"median": e["median"], "p90": e["p90"], "rows": e["rows"],
-            "basis": f"leave-one-source-out over {basis}"}
+            "basis": f"leave-one-source-out over {who}, {e['rows']} measured timings{where}"}
 
 
 def limiting_term(t: PassTime) -> str:

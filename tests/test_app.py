@@ -8,6 +8,7 @@ from streamlit.testing.v1 import AppTest
 import core
 from apptest_ref import metric
 from core.devices import load_devices
+from core.paleo import typical_error
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 
@@ -167,6 +168,11 @@ def test_estimates_tabs_show_algorithms_batch_devices_and_scaling():
     assert by_batch["training memory GiB"].is_monotonic_increasing
     assert any("Largest power-of-two batch" in c.value for c in at.caption)     # the V100's 16 GiB line
     assert {"forward ms, PALEO bound", "launch-overhead share"} <= set(by_batch.columns)
+    # each batch's typical error is its band's (core.paleo.typical_error): batch ≤ 8 one figure, above it another
+    v100 = load_devices().devices["v100-sxm2"]
+    for b, pct in zip(by_batch["batch"], by_batch["typical ±%"]):
+        assert pct == pytest.approx(typical_error(v100, int(b))["median"] * 100)
+    assert by_batch["typical ±%"].nunique() == 2
     # mnist_cnn at batch 1 on a V100: every layer is launch-bound (a few µs of work against ~50 µs per call)
     assert any("Launch overhead limits most of the forward time up to batch **" in c.value for c in at.caption)
 

@@ -89,8 +89,9 @@ def test_typical_error_is_the_generations_where_it_has_enough_rows(monkeypatch):
 
 
 def test_typical_error_at_a_batch_is_its_bands(monkeypatch):
-    """With a batch, the error quoted is the rows' of its band (batch ≤ 8: the host-bound passes), the generation's
-    where it has enough of them; a file without bands (or no batch) keeps the generation's error over all rows."""
+    """With a batch, the error quoted is the most specific with enough rows: the generation's in the batch's band
+    (batch ≤ 8 or above), the generation's at every batch, all GPUs' in the band, all GPUs'; a file without bands
+    (or no batch) keeps the generation's error over all rows."""
     band = {"small": {"all": {"median": 0.18, "p90": 0.49, "rows": 100}, "volta": {"median": 0.4, "p90": 0.76,
                                                                                   "rows": 56}},
             "large": {"all": {"median": 0.14, "p90": 0.36, "rows": 200}, "volta": {"median": 0.16, "p90": 0.42,
@@ -102,11 +103,16 @@ def test_typical_error_at_a_batch_is_its_bands(monkeypatch):
         e = typical_error(TOY, b)
         assert (e["median"], e["p90"], e["rows"]) == (0.4, 0.76, 56)
         assert e["basis"].endswith("volta GPUs, 56 measured timings at batch 1–8")
-    e = typical_error(TOY, 9)      # volta has 19 large-batch rows (< 20): the band's rows over all GPUs
+    e = typical_error(TOY, 9)      # volta has 19 large-batch rows (< 20): volta's rows at every batch (40)
+    assert (e["median"], e["rows"]) == (0.12, 40) and e["basis"].endswith("volta GPUs, 40 measured timings")
+    ada = dataclasses.replace(TOY, architecture="ada")      # no ada rows at all: the band's rows over all GPUs
+    e = typical_error(ada, 9)
     assert (e["median"], e["rows"]) == (0.14, 200)
     assert e["basis"].endswith("all GPUs, 200 measured timings at batch ≥ 9")
     assert typical_error(TOY)["median"] == 0.12                                   # no batch: all of volta's rows
     assert estimate(two_layer(), TOY, batch_size=4).typical_error["median"] == 0.4  # an estimate's own batch
+    band["large"]["all"]["rows"] = 0                        # an empty band (its median not a number): all rows
+    assert typical_error(ada, 9)["median"] == 0.2 and "batch" not in typical_error(ada, 9)["basis"]
     del doc["errors_by_batch"]
     assert typical_error(TOY, 1)["median"] == 0.12 and "batch" not in typical_error(TOY, 1)["basis"]
 

@@ -38,7 +38,7 @@ def formula_latex(line) -> str:
 
 
 def model_label(est) -> str:
-    """How a page names an estimate's times: "predicted (±18 % typical)" or "PALEO (PPP 0.5)"."""
+    """How a page names an estimate's times: "predicted (±16 % typical)" or "PALEO (PPP 0.5)"."""
     if est.variant == "predicted" and est.launch != "eager":
         return "predicted with CUDA Graphs (untested: the fit saw eager runs only)"
     if est.variant == "predicted":
