@@ -752,7 +752,7 @@ def _predicted_asked(device: Device, compute: str) -> str:
 
 
 MIN_GENERATION_ROWS = 20       # fewer held-out rows than this: a generation's own error is too thin to quote
-# batch ≤ this: a GPU pass is mostly the host's per-kernel cost, whose speed varies from run to run (the fit's
+# batch ≤ this: a GPU pass is mostly the host's per-kernel cost, and the rows scatter most there (this project's
 # measured rows: a quarter of the batch-1 passes took > 10 % longer than the same pass at batch 8), so the error
 # quoted for an estimate at such a batch is the small-batch rows' own
 SMALL_BATCH = 8
@@ -760,8 +760,9 @@ SMALL_BATCH = 8
 
 def typical_error(device: Device, batch: int | None = None) -> dict:
     """The predicted model's held-out error (leave-one-source-out: each row predicted by a fit that did not see its
-    source): the rows of the device's generation where it has at least ``MIN_GENERATION_ROWS`` of them, else all
-    rows; with ``batch``, only the rows of its band (batch ≤ ``SMALL_BATCH`` or above) where the file has them."""
+    source), over the most specific rows there are at least ``MIN_GENERATION_ROWS`` of: with ``batch``, the device
+    generation's in its band (batch ≤ ``SMALL_BATCH`` or above, where the file has bands); then the generation's
+    at every batch; then all GPUs' in the band; then all rows."""
     doc = gpu_model.load_params()
     arch = device.architecture or ""
     band = None if batch is None else "small" if batch <= SMALL_BATCH else "large"
