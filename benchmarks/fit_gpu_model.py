@@ -779,9 +779,9 @@ def markdown(out: dict) -> str:
              f"Target (issue 13): leave-one-source-out median ≤ {TARGET_MEDIAN:.0%}, p90 ≤ {TARGET_P90:.0%}: "
              f"**{'met' if met else 'not met'}** (LOSO {_pc(t0['loso'])}).",
              f"An estimate is labelled with the held-out (LOSO) error of its batch band: the rows at batch 1–"
-             f"{SMALL_BATCH} or above it, of its GPU's generation where that has at least "
-             f"{paleo.MIN_GENERATION_ROWS} of them, else of all GPUs (`errors_by_batch` in core/gpu_params.json; "
-             f"the table's batch rows below).", "",
+             f"{SMALL_BATCH} or above it of its GPU's generation where there are at least "
+             f"{paleo.MIN_GENERATION_ROWS} of them, else its generation's rows at every batch, else all GPUs' in "
+             f"the band (`errors_by_batch` in core/gpu_params.json; the table's batch rows below).", "",
              "| rows | n | model in-sample | model LOSO | model LOGO | PALEO in-sample | PALEO LOSO | PALEO LOGO |",
              "| --- | ---: | --- | --- | --- | --- | --- | --- |"]
     for r in out["table"]:
@@ -1030,13 +1030,13 @@ TRIED = (
      "not fitted in full: fitted 1.42; 13.8 % / 37.1 %, 14.5 % / 37.7 % against 39's screen 14.1 % / 36.9 %, "
      "14.4 % / 37.8 %: in-sample p90 and the held-out median higher (MXNet's 15.1 % → 16.2 %)"),
     ("44. quick, as 40: 39 with the kernels counted at their Winograd FLOPs (fp32 3×3 stride-1 convs) at a fitted "
-     "factor on the conv efficiency (GPU_EXP=wino; on the H200 at batch ≥ 128 in fp32 VGG-16 ran at 0.70× the "
-     "model's time, ResNet-18 0.78×, ResNet-50 0.90×)", None, None,
+     "factor on the conv efficiency (GPU_EXP=wino; on the H200 at batch ≥ 128 in fp32 the model gave VGG-16 0.70× "
+     "its measured time, ResNet-18 0.78×, ResNet-50 0.90×)", None, None,
      "not fitted in full: fitted 0.90 (Kepler 0.78); 13.8 % / 36.5 %, 14.6 % / 37.6 % against 39's screen "
      "14.1 % / 36.9 %, 14.4 % / 37.8 %: the held-out median higher (jcjohnson's Torch7 rows 14.3 % → 16.1 %)"),
     ("45. quick, as 40: 39 with a 1×1 dense conv's kernels (a plain GEMM over the pixels) at a fitted factor on "
-     "their efficiency (GPU_EXP=k1; held out by source, ResNet-18 and -34, AlexNet and VGG-16-BN ran 0.83–0.87× "
-     "the model's time, ResNet-50 and -152, EfficientNet-B0 and MNASNet 1.09–1.12×)", None, None,
+     "their efficiency (GPU_EXP=k1; held out by source, the model gave ResNet-18 and -34, AlexNet and VGG-16-BN "
+     "0.83–0.87× their measured time, ResNet-50 and -152, EfficientNet-B0 and MNASNet 1.09–1.12×)", None, None,
      "not fitted in full: fitted 1.42 (Volta 1.61, Kepler 1.54); 13.8 % / 36.6 %, 14.7 % / 36.9 % against 39's "
      "screen 14.1 % / 36.9 %, 14.4 % / 37.8 %: the held-out p90 0.9 points lower, its median 0.3 higher (the "
      "H100's first source 14.1 % → 14.6 %, jcjohnson's 14.3 % → 15.3 %)"),
