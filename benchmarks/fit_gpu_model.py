@@ -736,7 +736,7 @@ def summarize(rows: list[dict], skipped: dict, f: dict, res: dict, quick: bool =
               # the sources' rows without the ones this project measured (benchmarks/data/measured/)
               "published rows": np.array([i for i, r in enumerate(rows)
                                           if not r["source_id"].startswith("measured-")]),
-              "batch 1–8": np.array([i for i, r in enumerate(rows) if r["batch"] <= SMALL_BATCH]),
+              f"batch 1–{SMALL_BATCH}": np.array([i for i, r in enumerate(rows) if r["batch"] <= SMALL_BATCH]),
               f"batch ≥ {SMALL_BATCH + 1}": np.array([i for i, r in enumerate(rows) if r["batch"] > SMALL_BATCH]),
               # the framework an estimate is for by default (eager PyTorch), and the rest
               "framework PyTorch": np.array([i for i, r in enumerate(rows) if r["framework"].startswith("PyTorch")]),
