@@ -95,9 +95,13 @@ class NetworkWork:
     backward_total: PassWork
 
 
-def _runs(n: NodeInfo, w: PassWork) -> int:
-    """1 when the layer is a call of its own that does work (a view is not), else 0."""
-    return int(not n.rule.alias and bool(w.flops or w.act or w.xbytes or w.weights))
+def _runs(n: NodeInfo, w: PassWork, forward: bool = False) -> int:
+    """1 when the layer is a call of its own that does work, else 0: a view is not, nor in the forward a stored
+    tensor (an ``nn.Parameter`` or buffer: reading one dispatches nothing, its consumer's kernel reads it; in the
+    backward its gradient is a reduction over the batch, a kernel)."""
+    if n.rule.alias or (forward and n.rule.stored):
+        return 0
+    return int(bool(w.flops or w.act or w.xbytes or w.weights))
 
 
 def _layer_work(n: NodeInfo, fused: bool) -> LayerWork:
@@ -114,7 +118,8 @@ def _layer_work(n: NodeInfo, fused: bool) -> LayerWork:
     fwd = PassWork(n.cost.flops, fwd_act, 0, fwd_w)
     bwd = PassWork(n.bwd_flops, 0 if fusion == "epilogue" else n.bwd_act_elems, n.bwd_extra_bytes,
                    n.bwd_weight_elems)
-    return LayerWork(n, n.rule.work_class(n.ctx), replace(fwd, calls=_runs(n, fwd)), replace(bwd, calls=_runs(n, bwd)))
+    return LayerWork(n, n.rule.work_class(n.ctx), replace(fwd, calls=_runs(n, fwd, forward=True)),
+                     replace(bwd, calls=_runs(n, bwd)))
 
 
 # Element accesses per parameter of torch.optim's per-parameter loop (torch 2.14 ``_single_tensor_sgd`` /

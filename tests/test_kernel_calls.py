@@ -1,0 +1,62 @@
+"""The kernel calls the time models charge a per-call overhead for, against PyTorch's own dispatch.
+
+An eager forward pass (``model.eval()``, ``torch.no_grad()``) dispatches one top-level ATen op per call; the ops that
+are views or no-ops in eval (``permute``, ``flatten``, ``select``, ``dropout`` …) launch no kernel. The model's
+forward calls (``core.paleo.network_work``: a layer's ``forward.calls``) must be that count, network by network.
+The models are built on the meta device (torchvision's DEFAULT architecture, no weights): the dispatched ops are the
+same as on a real tensor and nothing is computed. Views a copy hides (ShuffleNet's ``transpose(…).contiguous()``)
+and attention (its kernels depend on the device: PyTorch's fused path) are not covered here; those networks are
+left out, not asserted.
+"""
+
+from __future__ import annotations
+
+import collections
+
+import pytest
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+from core import zoo
+from core.graph import compile_network
+from core.paleo import network_work
+
+# top-level ATen ops that launch no kernel: views, and dropout in eval mode (it returns its input)
+NO_KERNEL = {"aten::permute", "aten::flatten", "aten::view", "aten::reshape", "aten::expand", "aten::select",
+             "aten::transpose", "aten::unsqueeze", "aten::squeeze", "aten::t", "aten::dropout", "aten::dropout_"}
+NETWORKS = ["resnet50", "efficientnet_b0", "mobilenet_v3_small", "densenet121", "googlenet", "convnext_tiny"]
+
+
+def torch_calls(name: str) -> collections.Counter:
+    from core.bridge.torchvision_zoo import build
+
+    model = build(name).eval()
+    x = torch.empty(1, 3, 224, 224, device="meta")
+    with torch.no_grad(), profile(activities=[ProfilerActivity.CPU]) as prof:
+        model(x)
+    return collections.Counter(ev.name for ev in prof.events()
+                               if ev.cpu_parent is None and ev.name.startswith("aten::") and ev.name not in NO_KERNEL)
+
+
+def model_calls(name: str) -> collections.Counter:
+    calls = collections.Counter()
+    for lw in network_work(compile_network(zoo.get(name)), False).layers:
+        calls[lw.node.op] += lw.forward.calls
+    return calls
+
+
+@pytest.mark.parametrize("name", NETWORKS)
+def test_forward_calls_are_the_ops_pytorch_dispatches(name):
+    ours, theirs = model_calls(name), torch_calls(name)
+    assert sum(ours.values()) == sum(theirs.values()), (dict(ours), dict(theirs))
+
+
+def test_a_layer_scale_is_no_call_of_its_own():
+    """ConvNeXt-T's 18 blocks (3 + 3 + 9 + 3) each scale their output by an ``nn.Parameter``: reading it dispatches
+    nothing, the ``mul`` that uses it is the call; its gradient (a sum over the batch) is a backward kernel."""
+    layers = [lw for lw in network_work(compile_network(zoo.get("convnext_tiny")), False).layers
+              if lw.node.op == "parameter"]
+    assert len(layers) == 3 + 3 + 9 + 3
+    assert all(lw.forward.calls == 0 for lw in layers)
+    assert all(lw.backward.calls == 1 for lw in layers)
+    assert torch_calls("convnext_tiny")["aten::mul"] == len(layers)
