@@ -72,7 +72,7 @@ SMALL_BATCH = paleo.SMALL_BATCH      # batch ≤ this: the typical error quoted 
 COMPUTE_OF = {"mixed": "fp16"}           # a dataset precision → the compute precision its math runs in
 # screening switches for the "what was tried" table (GPU_EXP=queue,views,smalltile,graph,bias,cudnn,dwcuda,
 # bntrain,infov,foreach,fewrows,minrows,nchw,bwd16,dwlast,bnelem,bnnative,bnhalf,chrate,smdram,dwl32,wino,k1,
-# k1tc,kdepth,overlap):
+# k1tc,kdepth):
 # not the model
 EXP = set(filter(None, os.environ.get("GPU_EXP", "").split(",")))
 EXTRA: tuple = ((("small_tile", 0.2, 1.0, 0.7),) if "smalltile" in EXP else ()) + \
@@ -85,8 +85,7 @@ EXTRA: tuple = ((("small_tile", 0.2, 1.0, 0.7),) if "smalltile" in EXP else ()) 
     ((("dw_last_fp32", 1.0, 20.0, 2.0),) if "dwl32" in EXP else ()) + \
     ((("winograd", 0.2, 2.0, 1.0),) if "wino" in EXP else ()) + \
     ((("conv_1x1", 0.3, 2.0, 1.0),) if EXP & {"k1", "k1tc"} else ()) + \
-    ((("k_half", 1.0, 4096.0, 32.0),) if "kdepth" in EXP else ()) + \
-    ((("overlap", 1.0, 64.0, 8.0),) if "overlap" in EXP else ())    # screening only
+    ((("k_half", 1.0, 4096.0, 32.0),) if "kdepth" in EXP else ())    # screening only
 # "graph": a factor on the per-kernel overhead of the rows not timed in eager PyTorch (MXNet, TensorFlow, Caffe,
 # Torch7: a runtime that runs a graph, or Lua's thinner dispatch), so PyTorch's overhead is not fitted to them
 NAMES = NAMES + tuple(e[0] for e in EXTRA)
@@ -471,7 +470,7 @@ def predict(f: dict, vec_of_row: np.ndarray, timed: bool = True) -> np.ndarray:
     ov = ov * np.where((f["pidx"] == 1) | ((f["pidx"] == 0) & (f["infer"] == 0)),
                        v[:, NAMES.index("autograd_overhead")], 1.0)
     if "queue" in EXP:
-        k = np.maximum(comp, mem)
+        k = comp + mem
         seg = f["row"] * 4 + f["pidx"]
         starts = np.flatnonzero(np.r_[True, seg[1:] != seg[:-1]])
         cs_o = np.cumsum(ov)
@@ -485,13 +484,7 @@ def predict(f: dict, vec_of_row: np.ndarray, timed: bool = True) -> np.ndarray:
         t_seg = np.maximum(t_seg, np.add.reduceat(k, starts))
         out = np.bincount(f["row"][starts], weights=t_seg, minlength=f["n"])
     else:
-        cm = np.maximum(comp, mem)
-        if "overlap" in EXP:    # screening: compute and memory overlap imperfectly, (c^q + m^q)^(1/q), q fitted
-            q = v[:, NAMES.index("overlap")]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                lo = np.where(cm > 0, np.minimum(comp, mem) / cm, 0.0)
-            cm = cm * (1.0 + lo ** q) ** (1.0 / q)
-        t = np.maximum(cm, ov)      # core.paleo.combine("predicted")
+        t = np.maximum(comp + mem, ov)      # core.paleo.combine("predicted")
         if not timed:
             t = np.where(f["pidx"] == 3, 0.0, t)
         out = np.bincount(f["row"], weights=t, minlength=f["n"])

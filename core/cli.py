@@ -169,12 +169,14 @@ def _model_line(est) -> str:
     """What the times are: the fitted prediction with its typical error, or PALEO at its PPP (and why)."""
     if est.variant == "predicted":
         e = est.typical_error
-        terms = ("compute, memory and launch overhead (the host's cost per kernel call, as fitted; a cuDNN or "
-                 "cuBLAS call's a fitted multiple of it, a call under autograd another)"
+        terms = ("its compute plus its memory time, or its launch overhead where longer (the host's cost per "
+                 "kernel call, as fitted; a cuDNN or cuBLAS call's a fitted multiple of it, a call under autograd "
+                 "another)"
                  if est.launch == "eager" else
-                 "compute and memory (CUDA Graphs: no per-kernel host cost; untested: the fit saw eager runs only)")
+                 "its compute plus its memory time (CUDA Graphs: no per-kernel host cost; untested: the fit saw "
+                 "eager runs only)")
         return (f"Time model:     predicted, typically ±{e['median'] * 100:.0f} % (1 in 10 off by more than "
-                f"{e['p90'] * 100:.0f} %; {e['basis']}). Each layer takes the largest of {terms}; "
+                f"{e['p90'] * 100:.0f} %; {e['basis']}). Each kernel takes {terms}; "
                 "--ppp or --variant paleo gives classic PALEO\n"
                 f"Fitted on:      {est.variant_reason.split(': ', 1)[-1]}")
     calibrated = " × the calibrated efficiency of each class of work" if est.device.efficiency else ""

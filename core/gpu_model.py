@@ -7,12 +7,16 @@ Per layer and pass, on the estimator's one path (``core.paleo``: work → terms 
     overhead = kernel calls × per-call overhead (eager PyTorch's dispatch and launch on the host)
                × ``library_overhead`` for a conv or linear kernel (a cuDNN / cuBLAS call costs the host more)
                × ``autograd_overhead`` for a call under autograd: a training step's forward and the backward
-    time     = max(compute, memory, overhead)
+    time     = max(compute + memory, overhead)
 Estimates compute these over all of a network's kernels at once (``kernel_seconds``, numpy), in the same order of
 operations as the per-work functions, so the numbers are theirs to the bit (tests/test_gpu_model_fast.py).
 The max with the overhead: eager PyTorch launches kernels asynchronously, so the host's cost of a call is hidden
 under a longer kernel and shows where the kernel is shorter (small layers, small batches). Adding it instead
 fitted worse (median / p90 |error| leave-one-source-out 21 % / 50 % against 18 % / 48 %, same rows, same fit).
+Compute plus memory, not their max (the roofline's perfect overlap): fitted, not assumed. With the overlap an
+exponent q of the fit, (compute^q + memory^q)^(1/q), q went to 1, the sum, in eight of nine generations, and the
+held-out error fell (docs/benchmarks.md, tried 48 and 49): near the ridge a kernel's math and its DRAM traffic
+take longer than either alone, which the max had put on the efficiencies of the networks far from it.
 Every factor but the wave efficiency is a named parameter, fitted per GPU architecture generation
 (``core/gpu_params.json``, written by ``benchmarks/fit_gpu_model.py`` from ``benchmarks/data/gpu_timings.csv``).
 
@@ -349,7 +353,7 @@ def overhead_s(w: "Work", e: "Estimate") -> float:
 def kernel_seconds(k, peak: float, bandwidth: float, p: dict, compute: str, sm_count: int | None,
                    overhead: bool = True, train: bool = False, core_peak: float | None = None,
                    cycles: float | None = None, activation: int = 4) -> dict | None:
-    """``compute_s``, ``memory_s``, ``overhead_s`` and their max over many kernels at once: the arrays of
+    """``compute_s``, ``memory_s``, ``overhead_s`` and ``combine``'s total over many kernels at once: the arrays of
     ``core.paleo.Kernels`` (one entry per kernel; numpy, imported here so that ``import core`` does not load it).
     The same formulas as the functions above, each operation in the same order, so every time equals the
     per-``Work`` path's to the last bit (IEEE operations on the same operands). ``overhead`` False: CUDA Graphs (no
@@ -388,7 +392,7 @@ def kernel_seconds(k, peak: float, bandwidth: float, p: dict, compute: str, sm_c
             sms = k.bytes / activation / (cycles * fill * p["sm_rate"])
             mem = np.where(blocks > 0, np.maximum(k.bytes / (bandwidth * p["memory"]), sms), mem)
         out = {"compute": np.where(k.flops != 0, k.flops / (peaks * eff), 0.0), "memory": mem, "overhead": ov}
-        out["total"] = np.maximum(np.maximum(out["compute"], out["memory"]), out["overhead"])   # combine()
+        out["total"] = np.maximum(out["compute"] + out["memory"], out["overhead"])   # combine()
     if not all(np.isfinite(v).all() for v in out.values()):
         return None
     return out
@@ -396,7 +400,7 @@ def kernel_seconds(k, peak: float, bandwidth: float, p: dict, compute: str, sm_c
 
 def terms():
     """The model's terms, on core.paleo's Term (imported here: core.paleo imports this module); ``combine``
-    ("predicted") takes their max."""
+    ("predicted") takes max(compute + memory, overhead)."""
     from .paleo import Term
     return (Term("compute", "compute", compute_s, has_params),
             Term("memory", "memory", memory_s, has_params),

@@ -315,9 +315,10 @@ def _g(x: Any) -> str:
 
 def combine(variant: str, compute: float, memory: float, serial: float) -> float:
     """PALEO: read + compute + write, in sequence; roofline: compute and memory overlap perfectly; predicted
-    (``core.gpu_model``): and the kernel's launch overlaps them too (the host queues kernels ahead of the GPU)."""
+    (``core.gpu_model``): a kernel's compute and memory in sequence, as PALEO's, and its launch overlaps them (the
+    host queues kernels ahead of the GPU)."""
     if variant == "predicted":
-        return max(compute, memory, serial)
+        return max(compute + memory, serial)
     return (max(compute, memory) if variant == "roofline" else compute + memory) + serial
 
 
@@ -551,9 +552,10 @@ class PredictedTimes:
         return tuple(out)
 
     def limited_by(self) -> dict:
-        """``Estimate.limited_by``: each kernel's time to its largest term (the first of compute, memory, overhead
-        on a tie, as ``limiting_term``'s max; "none" for no time), added in the per-work path's order: layer by
-        layer, a layer's kernels in turn (an empty kernel adds 0.0 to "none", which changes no sum)."""
+        """``Estimate.limited_by``: each kernel's time to the term that sets it (``limiting_term``: overhead where
+        it exceeds compute + memory, else the larger of the two, compute on a tie; "none" for no time), added in
+        the per-work path's order: layer by layer, a layer's kernels in turn (an empty kernel adds 0.0 to "none",
+        which changes no sum)."""
         import numpy as np
 
         L, out = self.work.layers, {}
@@ -565,7 +567,7 @@ class PredictedTimes:
                                ("train_forward", by_layer(self.train_kernels, (0, 3))),
                                ("backward", by_layer(self.kernels, (1, 2, 4)))):
             c, m, o, t = seconds
-            term = np.where(c >= m, np.where(c >= o, 0, 2), np.where(m >= o, 1, 2))
+            term = np.where(o > c + m, 2, np.where(c >= m, 0, 1))
             term[t <= 0] = 3
             out[which] = {name: (float(np.add.accumulate(t[term == i])[-1]) if (term == i).any() else 0.0)
                           for i, name in enumerate(("compute", "memory", "overhead", "none"))}
@@ -785,10 +787,13 @@ def typical_error(device: Device, batch: int | None = None) -> dict:
 
 
 def limiting_term(t: PassTime) -> str:
-    """The largest of a time's terms: compute, memory (fresh pages included) or overhead; "none" for no time."""
-    terms = {"compute": t.compute_s, "memory": t.memory_s + t.fresh_pages_s, "overhead": t.overhead_s}
-    name = max(terms, key=terms.get)
-    return name if terms[name] > 0 else "none"
+    """The term that sets a time: overhead where it exceeds compute and memory (fresh pages included) together
+    (the predicted variant's ``combine``: max(compute + memory, overhead)), else the larger of compute and memory
+    (compute on a tie); "none" for no time. Under PALEO's sum, the term the time is mostly."""
+    c, m, o = t.compute_s, t.memory_s + t.fresh_pages_s, t.overhead_s
+    if o > c + m:
+        return "overhead"
+    return "none" if c + m <= 0 else "compute" if c >= m else "memory"
 
 
 class Estimate:
@@ -1286,9 +1291,9 @@ class Estimate:
 
     @cached_property
     def limited_by(self) -> dict:
-        """Per pass, the seconds of the layers each term limits (a layer's whole time goes to its largest term:
-        compute, memory or overhead; "none" for layers that take no time). A pass's values add up to its time where
-        the variant takes a max per layer (predicted); under PALEO's sum they say which term each layer is mostly."""
+        """Per pass, the seconds of the layers each term limits (a kernel's whole time goes to the term that sets
+        it, ``limiting_term``: compute, memory or overhead; "none" for layers that take no time). A pass's values add
+        up to its time; under PALEO's sum they say which term each layer is mostly."""
         if self._predicted is not None:
             return self._predicted.limited_by()
         out = self._limited_by(self.layer_times)

@@ -165,18 +165,18 @@ def two_layer() -> Network:
 def test_predicted_estimate_by_hand(toy_params):
     e = estimate(two_layer(), TOY, batch_size=2, variant="predicted")
     # fc: tiles ⌈2/128⌉·⌈8/128⌉ = 1 → wave 1/(1·10) = 0.1; 128 FLOPs / (1e9 × 0.5 × 0.1) = 2.56e-6 s;
-    #     256 B / (1e8 × 0.8) = 3.2e-6 s; 1 call × 1e-5 s; max(2.56e-6, 3.2e-6, 1e-5) = 1e-5 s (launch-bound)
-    # act: 16 FLOPs / 1e9 = 1.6e-8 s; 128 B / 8e7 = 1.6e-6 s; max(1.6e-8, 1.6e-6, 1e-5) = 1e-5 s
+    #     256 B / (1e8 × 0.8) = 3.2e-6 s; 1 call × 1e-5 s; max(2.56e-6 + 3.2e-6, 1e-5) = 1e-5 s (launch-bound)
+    # act: 16 FLOPs / 1e9 = 1.6e-8 s; 128 B / 8e7 = 1.6e-6 s; max(1.6e-8 + 1.6e-6, 1e-5) = 1e-5 s
     # forward: 1e-5 + 1e-5 = 2e-5 s
     assert e.totals["forward_s"] == pytest.approx(2e-5)
     assert e.totals["forward_overhead_s"] == pytest.approx(2e-5)
     assert e.totals["forward_memory_s"] == pytest.approx(3.2e-6 + 1.6e-6)
     assert [r["forward_s"] for r in e.layers] == pytest.approx([1e-5, 1e-5])
-    # at batch 2000 the fc's memory wins: weights 160 B + input 2000·4·4 = 32,000 B + output 2000·8·4 = 64,000 B
-    # = 96,160 B / 8e7 = 1.202e-3 s; compute: tiles ⌈2000/128⌉ = 16 → wave 16/20 = 0.8; 128,000 FLOPs /
-    # (1e9 × 0.5 × 0.8) = 3.2e-4 s; max(3.2e-4, 1.202e-3, 1e-5) = 1.202e-3 s
+    # at batch 2000 compute and memory, in sequence, take longer than the launch: weights 160 B + input 2000·4·4
+    # = 32,000 B + output 2000·8·4 = 64,000 B = 96,160 B / 8e7 = 1.202e-3 s; compute: tiles ⌈2000/128⌉ = 16 →
+    # wave 16/20 = 0.8; 128,000 FLOPs / (1e9 × 0.5 × 0.8) = 3.2e-4 s; max(3.2e-4 + 1.202e-3, 1e-5) = 1.522e-3 s
     big = estimate(two_layer(), TOY, batch_size=2000, variant="predicted")
-    assert big.layers[0]["forward_s"] == pytest.approx(1.202e-3)
+    assert big.layers[0]["forward_s"] == pytest.approx(1.522e-3)
 
 
 def test_backward_splits_into_dgrad_and_wgrad_by_hand(toy_params):
@@ -191,18 +191,20 @@ def test_backward_splits_into_dgrad_and_wgrad_by_hand(toy_params):
     assert [w.weight_grad for w in parts[2]] == [False, True]
     # fc2 wgrad: 68 FLOPs/sample × 2 = 136; tiles ⌈2/128⌉·⌈4/128⌉ = 1 → wave 0.1; efficiency 0.5 linear × 0.25
     #   backward_weight × 0.1 = 0.0125 → 136 / 1.25e7 = 1.088e-5 s; bytes (dy 4 + x 8) × 4 B × 2 + 36 weights
-    #   × 4 B = 240 B / 8e7 = 3e-6 s; max(1.088e-5, 3e-6, 1e-5) = 1.088e-5 s
+    #   × 4 B = 240 B / 8e7 = 3e-6 s; max(1.088e-5 + 3e-6, 1e-5) = 1.388e-5 s
     # fc2 dgrad: 64 × 2 = 128 FLOPs; tiles ⌈2/128⌉·⌈8/128⌉ = 1 → 0.1; 0.5 × 0.5 backward × 0.1 = 0.025 →
-    #   5.12e-6 s; bytes (dy 4 + dx 8) × 4 × 2 + 36 × 4 = 240 B → 3e-6 s; max(5.12e-6, 3e-6, 1e-5) = 1e-5 s
-    # fc1 wgrad only: 72 × 2 = 144 FLOPs / 1.25e7 = 1.152e-5 s; (dy 8 + x 4) × 8 + 40 × 4 = 256 B → 3.2e-6 s
+    #   5.12e-6 s; bytes (dy 4 + dx 8) × 4 × 2 + 36 × 4 = 240 B → 3e-6 s; max(5.12e-6 + 3e-6, 1e-5) = 1e-5 s
+    # fc1 wgrad only: 72 × 2 = 144 FLOPs / 1.25e7 = 1.152e-5 s; (dy 8 + x 4) × 8 + 40 × 4 = 256 B → 3.2e-6 s;
+    #   1.152e-5 + 3.2e-6 = 1.472e-5 s
     bwd = [lt.backward.total_s for lt in e.layer_times]
-    assert bwd[0] == pytest.approx(1.152e-5)
-    assert bwd[2] == pytest.approx(1.088e-5 + 1e-5)
+    assert bwd[0] == pytest.approx(1.472e-5)
+    assert bwd[2] == pytest.approx(1.388e-5 + 1e-5)
     assert e.totals["backward_s"] == pytest.approx(sum(bwd))
-    # limited_by gives each kernel to its own term: fc2's dgrad (1e-5 s) to overhead, its wgrad (1.088e-5 s) and
-    # fc1's wgrad (1.152e-5 s) to compute; the rest of the pass (the relu: a 1e-5 s launch) to overhead
+    # limited_by gives each kernel to the term that sets it: fc2's dgrad (1e-5 s, more than its 8.12e-6 s of
+    # compute + memory) to overhead, its wgrad (1.388e-5 s) and fc1's wgrad (1.472e-5 s) to compute, their larger
+    # term; the rest of the pass (the relu: a 1e-5 s launch) to overhead
     lim = e.limited_by["backward"]
-    assert lim["compute"] == pytest.approx(1.088e-5 + 1.152e-5)
+    assert lim["compute"] == pytest.approx(1.388e-5 + 1.472e-5)
     assert lim["overhead"] == pytest.approx(e.totals["backward_s"] - lim["compute"] - lim["memory"])
     assert lim["overhead"] >= 1e-5 and sum(lim.values()) == pytest.approx(e.totals["backward_s"])
     # a conv's input-gradient GEMM: input 64×56×56 at batch 1 → M = 3136 (25 tiles), N = 64 (1): 25 tiles
@@ -228,10 +230,11 @@ def test_train_mode_batch_norm_fills_one_sm_a_channel_by_hand(toy_params, channe
     assert gm.memory_s(fwd, e) == pytest.approx(fwd.bytes / 8e7)
     assert gm.memory_s(train, e) == pytest.approx(train.bytes / (8e7 * fill))
     assert gm.memory_s(bwd, e) == pytest.approx(bwd.bytes / (8e7 * fill))
-    # the whole estimate (array path): memory-bound at batch 1000 (≥ 4·100·4 B·2 = 3.2e6 B / 8e7 = 0.04 s ≫ 1e-5 s)
-    assert e.layers[0]["forward_s"] == pytest.approx(fwd.bytes / 8e7)
-    assert e.train_forward.total_s == pytest.approx(train.bytes / (8e7 * fill))
-    assert e.totals["backward_s"] == pytest.approx(bwd.bytes / (8e7 * fill))
+    # the whole estimate (array path): its compute (FLOPs at the 1e9 peak, × 0.5 backward in the backward) then its
+    # memory, far above the 1e-5 s launch at batch 1000 (≥ 4·100·4 B·2 = 3.2e6 B / 8e7 = 0.04 s)
+    assert e.layers[0]["forward_s"] == pytest.approx(fwd.flops / 1e9 + fwd.bytes / 8e7)
+    assert e.train_forward.total_s == pytest.approx(train.flops / 1e9 + train.bytes / (8e7 * fill))
+    assert e.totals["backward_s"] == pytest.approx(bwd.flops / 0.5e9 + bwd.bytes / (8e7 * fill))
     assert list(e._predicted.work.kernels.blocks[:2]) == [channels, channels]   # forward entry, backward entry
 
 
@@ -258,10 +261,11 @@ def test_train_mode_batch_norm_at_the_slower_of_dram_and_its_sms_by_hand(monkeyp
     assert gm.memory_s(fwd, e) == pytest.approx(fwd.bytes / 8e7)
     assert gm.memory_s(train, e) == pytest.approx(train.bytes * per_byte)
     assert gm.memory_s(bwd, e) == pytest.approx(bwd.bytes * per_byte)
-    # the array path: the same numbers (memory-bound at batch 1000: ≥ 0.04 s ≫ the 1e-5 s launch)
-    assert e.layers[0]["forward_s"] == pytest.approx(fwd.bytes / 8e7)
-    assert e.train_forward.total_s == pytest.approx(train.bytes * per_byte)
-    assert e.totals["backward_s"] == pytest.approx(bwd.bytes * per_byte)
+    # the array path: the same memory after the compute (FLOPs at the 1e9 peak, × 0.5 backward in the backward;
+    # at batch 1000 memory alone is ≥ 0.04 s ≫ the 1e-5 s launch)
+    assert e.layers[0]["forward_s"] == pytest.approx(fwd.flops / 1e9 + fwd.bytes / 8e7)
+    assert e.train_forward.total_s == pytest.approx(train.flops / 1e9 + train.bytes * per_byte)
+    assert e.totals["backward_s"] == pytest.approx(bwd.flops / 0.5e9 + bwd.bytes * per_byte)
 
 
 def test_mixed_precision_casts_by_hand(monkeypatch):
@@ -327,17 +331,18 @@ def test_a_depthwise_backward_runs_on_cuda_cores_by_hand(monkeypatch):
     # tiles: 2 groups × ⌈2·64 / 128⌉ × ⌈1 / 128⌉ = 2 (both GEMMs) → wave 2 / 10 = 0.2
     # compute: 4,608 / (1e9 fp32 peak × 0.1 × 0.2) = 4,608 / 2e7 = 2.304e-4 s
     # memory: (dy 128 + x or dx 128) × 2 B × 2 + 18 weights × 2 B = 1,060 B / (1e8 × 0.8) = 1.325e-5 s
-    # overhead: 1 call × 1e-5 s; each kernel max(2.304e-4, 1.325e-5, 1e-5) = 2.304e-4 s
+    # overhead: 1 call × 1e-5 s; each kernel max(2.304e-4 + 1.325e-5, 1e-5) = 2.4365e-4 s
     dw = e.layer_times[1]
-    assert [k.total_s for k in dw.backward_kernels] == pytest.approx([2.304e-4, 2.304e-4])
+    assert [k.total_s for k in dw.backward_kernels] == pytest.approx([2.4365e-4, 2.4365e-4])
     assert dw.backward.compute_s == pytest.approx(4.608e-4)
     # the forward keeps the class's rule: 0.25 grouped × 0.5 fp16 tensor × 0.2 wave = 0.025 of 4e9 → 4,608 / 1e8
     assert dw.forward.compute_s == pytest.approx(4.608e-5)
     # without the parameter: dgrad 0.25 × 0.5 × 0.5 backward × 0.2 = 0.0125 of 4e9 → 4,608 / 5e7 = 9.216e-5 s;
-    # wgrad 0.25 × 0.5 × 0.25 backward_weight × 0.2 = 0.00625 → 4,608 / 2.5e7 = 1.8432e-4 s
+    # wgrad 0.25 × 0.5 × 0.25 backward_weight × 0.2 = 0.00625 → 4,608 / 2.5e7 = 1.8432e-4 s; each + 1.325e-5 s
+    # of memory: 1.0541e-4 s, 1.9757e-4 s
     monkeypatch.setattr(gm, "load_params", lambda: {"generations": {"volta": TOY_PARAMS}})
     old = estimate(depthwise_net(), TOY, batch_size=2, dtype="fp16", variant="predicted")
-    assert [k.total_s for k in old.layer_times[1].backward_kernels] == pytest.approx([9.216e-5, 1.8432e-4])
+    assert [k.total_s for k in old.layer_times[1].backward_kernels] == pytest.approx([1.0541e-4, 1.9757e-4])
 
 
 def channels_last_net() -> Network:
@@ -371,11 +376,12 @@ def test_a_channels_last_depthwise_backward_runs_in_cudnn_on_half_activations(mo
         if half:
             # the grouped rule, as test_a_depthwise_backward_runs_on_cuda_cores_by_hand's "without the parameter":
             # dgrad 4,608 FLOPs / (4e9 × 0.25 × 0.5 × 0.5 × 0.2 wave) = 9.216e-5 s, wgrad / (… × 0.25 …) = 1.8432e-4
-            assert [k.total_s for k in kernels] == pytest.approx([9.216e-5, 1.8432e-4])
+            # s, each + 1,060 B / 8e7 = 1.325e-5 s of memory
+            assert [k.total_s for k in kernels] == pytest.approx([1.0541e-4, 1.9757e-4])
         else:
-            # CUDA cores: 4,608 / (1e9 × 0.1 × 0.2) = 2.304e-4 s each (memory (128 + 128) × 4 B × 2 + 18 × 4 B =
-            # 2,120 B / 8e7 = 2.65e-5 s and overhead 1e-5 s are shorter)
-            assert [k.total_s for k in kernels] == pytest.approx([2.304e-4, 2.304e-4])
+            # CUDA cores: 4,608 / (1e9 × 0.1 × 0.2) = 2.304e-4 s each, + memory (128 + 128) × 4 B × 2 + 18 × 4 B =
+            # 2,120 B / 8e7 = 2.65e-5 s: 2.569e-4 s (the 1e-5 s overhead is shorter)
+            assert [k.total_s for k in kernels] == pytest.approx([2.569e-4, 2.569e-4])
     # the same network without the permutes: every depthwise backward on CUDA cores in either precision
     plain = Network.make("dwnchw", dict(net.inputs), [n for n in net.nodes if n.op != "permute"][:1] + [
         Node.make("dw", "conv2d", "pw", out_channels=2, kernel_size=3, padding=1, groups=2, bias=False),
@@ -692,9 +698,10 @@ def test_optimizer_step_as_run_by_hand(toy_params):
     foreach, loop = fit.update_work_as_run(e, True), fit.update_work_as_run(e, False)
     assert foreach.bytes == loop.bytes == 1280
     assert foreach.calls == pytest.approx(2 * fit.FOREACH_CALL_SHARE) and loop.calls == 2
-    # foreach: max(1,280 B / (1e8 × 0.8) = 1.6e-5 s, 0.24 calls × 1e-5 s = 2.4e-6 s) = 1.6e-5 s (memory-bound)
-    assert e.time(foreach).total_s == pytest.approx(1.6e-5)
-    # the loop: max(1.6e-5 s, 2 × 1e-5 s = 2e-5 s) = 2e-5 s
+    # foreach: compute 40 × 4 FLOPs (v = μv + g; w −= lr·v) = 160 / 1e9 = 1.6e-7 s, then memory 1,280 B / (1e8 ×
+    # 0.8) = 1.6e-5 s; max(1.616e-5, 0.24 calls × 1e-5 s = 2.4e-6 s) = 1.616e-5 s (memory-bound)
+    assert e.time(foreach).total_s == pytest.approx(1.616e-5)
+    # the loop: max(1.616e-5 s, 2 × 1e-5 s = 2e-5 s) = 2e-5 s
     assert e.time(loop).total_s == pytest.approx(2e-5)
     # the model as it stands: one call per layer with trainable parameters (the fc), the fused update's bytes
     assert e.update_work().calls == 1

@@ -117,8 +117,12 @@ def test_typical_error_at_a_batch_is_its_bands(monkeypatch):
     assert typical_error(TOY, 1)["median"] == 0.12 and "batch" not in typical_error(TOY, 1)["basis"]
 
 
-def test_limiting_term_is_the_largest():
-    assert limiting_term(PassTime(compute_s=3e-6, memory_s=1e-6, overhead_s=2e-6, total_s=3e-6)) == "compute"
+def test_limiting_term_is_the_term_that_sets_the_time():
+    """Overhead where it exceeds compute + memory (the predicted time is their max), else the larger of the two."""
+    assert limiting_term(PassTime(compute_s=3e-6, memory_s=1e-6, overhead_s=2e-6, total_s=4e-6)) == "compute"
+    # the largest single term, but shorter than compute and memory in sequence (6e-6 s): compute, on the tie
+    assert limiting_term(PassTime(compute_s=3e-6, memory_s=3e-6, overhead_s=5e-6, total_s=6e-6)) == "compute"
+    assert limiting_term(PassTime(compute_s=1e-6, memory_s=2e-6, overhead_s=3.5e-6, total_s=3.5e-6)) == "overhead"
     assert limiting_term(PassTime(compute_s=1e-6, memory_s=1e-6, fresh_pages_s=2e-6, total_s=4e-6)) == "memory"
     assert limiting_term(PassTime(compute_s=1e-6, overhead_s=1e-5, total_s=1e-5)) == "overhead"
     assert limiting_term(PassTime()) == "none"
@@ -129,10 +133,11 @@ def test_limited_by_adds_up_to_the_pass(toy_params):
     # both layers are launch-bound at batch 2 (1e-5 s each, see above)
     assert e.limited_by["forward"] == pytest.approx({"compute": 0, "memory": 0, "overhead": 2e-5, "none": 0})
     assert [r["limited_by"] for r in e.layers] == ["overhead", "overhead"]
-    # at batch 2000 the fc is memory-bound: 1.202e-3 s (tests/test_gpu_model.py); act: 2000·8 = 16,000 FLOPs /
-    # 1e9 = 1.6e-5 s; (64,000 + 64,000) B / 8e7 = 1.6e-3 s; max(1.6e-5, 1.6e-3, 1e-5) = 1.6e-3 s: memory too
+    # at batch 2000 the fc is memory-bound: 3.2e-4 + 1.202e-3 = 1.522e-3 s (tests/test_gpu_model.py); act:
+    # 2000·8 = 16,000 FLOPs / 1e9 = 1.6e-5 s; (64,000 + 64,000) B / 8e7 = 1.6e-3 s; max(1.6e-5 + 1.6e-3, 1e-5) =
+    # 1.616e-3 s: memory too
     big = estimate(two_layer(), TOY, batch_size=2000)
-    assert big.limited_by["forward"]["memory"] == pytest.approx(1.202e-3 + 1.6e-3)
+    assert big.limited_by["forward"]["memory"] == pytest.approx(1.522e-3 + 1.616e-3)
     for which in ("forward", "backward"):
         assert sum(big.limited_by[which].values()) == pytest.approx(big.totals[f"{which}_s"])
 
@@ -177,8 +182,8 @@ def test_the_batch_below_which_launch_overhead_dominates(toy_params):
 
 def test_cuda_graphs_drop_the_per_kernel_host_cost(toy_params):
     e = estimate(two_layer(), TOY, batch_size=2, launch="cuda_graphs")
-    # fc: max(compute 2.56e-6, memory 3.2e-6) = 3.2e-6 s; act: max(1.6e-8, 1.6e-6) = 1.6e-6 s (no 1e-5 s launch)
-    assert e.totals["forward_s"] == pytest.approx(3.2e-6 + 1.6e-6) and e.totals["forward_overhead_s"] == 0
+    # fc: compute 2.56e-6 + memory 3.2e-6 = 5.76e-6 s; act: 1.6e-8 + 1.6e-6 = 1.616e-6 s (no 1e-5 s launch)
+    assert e.totals["forward_s"] == pytest.approx(5.76e-6 + 1.616e-6) and e.totals["forward_overhead_s"] == 0
     assert e.update_work().calls and e.update.overhead_s == 0
     assert e.to_dict()["launch"] == "cuda_graphs"
     # PALEO keeps a calibrated device's measured cost per call, and says that the setting changed nothing

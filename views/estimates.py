@@ -81,14 +81,14 @@ if tab_parts.open and est.variant == "predicted":
         key="breakdown", container=tab_parts, column_config={c: st.column_config.NumberColumn(format="%.3f") for c in (
             "limited by compute ms", "limited by memory ms", "limited by launch overhead ms", "total ms",
             "PALEO bound ms")})
-    tab_parts.caption("Predicted: each layer takes the largest of its compute time (FLOPs at the peak × the "
-                      "efficiency fitted for its class of work, precision and pass, × the share of the GPU its "
-                      "tiles fill), its memory time (bytes at the fitted share of the bandwidth) and its launch "
-                      "overhead (the framework's host cost per kernel call, fitted: eager PyTorch for most "
+    tab_parts.caption("Predicted: each kernel takes its compute time (FLOPs at the peak × the efficiency fitted "
+                      "for its class of work, precision and pass, × the share of the GPU its tiles fill) plus its "
+                      "memory time (bytes at the fitted share of the bandwidth), or its launch overhead where that "
+                      "is longer (the framework's host cost per kernel call, fitted: eager PyTorch for most "
                       "generations, a cuDNN or cuBLAS call a fitted multiple of it, a call under autograd (a "
                       "training step's forward, the backward) another; none under CUDA Graphs). A "
-                      "column adds up the layers that term "
-                      "limits. 3×3 stride-1 convolutions in fp32 run as Winograd, as cuDNN picks them." +
+                      "column adds up the kernels whose time that term sets (the larger of compute and memory, or "
+                      "the overhead). 3×3 stride-1 convolutions in fp32 run as Winograd, as cuDNN picks them." +
                       predicted_notes(est))
 elif tab_parts.open:
     dataframe(pd.DataFrame([
