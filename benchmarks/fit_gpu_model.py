@@ -1075,6 +1075,12 @@ TRIED = (
      "not fitted in full: k_half went to its lower bound, 1 (no effect), in every generation; 14.0 % / 37.0 %, "
      "14.5 % / 38.2 % against 39's screen 14.1 % / 36.9 %, 14.4 % / 37.8 %: the rows do not ask for a shallow "
      "GEMM's penalty (1×1 convs, the shallowest, are the ones the model makes too slow)"),
+    ("48. quick, as 40: 39 with a kernel's compute and memory overlapping as (compute^q + memory^q)^(1/q), q fitted "
+     "in [1, 64] (the max is q → ∞, the sum q = 1; GPU_EXP=overlap, dropped when 49 made the sum the model)", None,
+     None,
+     "q went to 1, the sum, in every generation but GA10x (1.55); 14.2 % / 37.1 %, 14.0 % / 36.9 % against 39's "
+     "screen 14.1 % / 36.9 %, 14.4 % / 37.8 %: the held-out median and p90 both lower (jcjohnson's 14.3 % → "
+     "12.5 %, the H200's third session 15.2 % → 14.4 %, MXNet's 15.1 % → 14.7 %; ryujaehun's 13.7 % → 14.3 %)"),
 )
 
 
