@@ -15,8 +15,8 @@ under a longer kernel and shows where the kernel is shorter (small layers, small
 fitted worse (median / p90 |error| leave-one-source-out 21 % / 50 % against 18 % / 48 %, same rows, same fit).
 Compute plus memory, not their max (the roofline's perfect overlap): fitted, not assumed. With the overlap an
 exponent q of the fit, (compute^q + memory^q)^(1/q), q went to 1, the sum, in eight of nine generations, and the
-held-out error fell (docs/benchmarks.md, tried 48 and 49): near the ridge a kernel's math and its DRAM traffic
-take longer than either alone, which the max had put on the efficiencies of the networks far from it.
+held-out error fell (docs/benchmarks.md, tried 48 and 49). It did not remove the bias between networks: on the
+H200 at batch ≥ 128 the fit still gives ResNet-18 0.67–0.89× its measured time and ResNet-50 0.88–1.18×.
 Every factor but the wave efficiency is a named parameter, fitted per GPU architecture generation
 (``core/gpu_params.json``, written by ``benchmarks/fit_gpu_model.py`` from ``benchmarks/data/gpu_timings.csv``).
 
