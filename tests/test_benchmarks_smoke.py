@@ -175,10 +175,13 @@ def test_bench_probes_puts_the_model_beside_the_probes():
     bn = out["batch_norm"]
     assert len(bn) == 17 * 4 and all(r["model_forward_ms"] > 0 and r["model_backward_ms"] > 0 for r in bn)
     same = {r["channels"]: r for r in bn if r["case"].startswith("same.") and r["precision"] == "fp32"}
-    # memory-bound: time ∝ elements / fill on the H200's 132 SMs. 32 channels: 32·79·79 = 199,712 elements a sample,
-    # fill 32 / 132; 256 channels: 256·28·28 = 200,704, fill min(1, 256 / 132) = 1
+    # memory-bound: memory time ∝ elements / fill on the H200's 132 SMs. 32 channels: 32·79·79 = 199,712 elements a
+    # sample, fill 32 / 132; 256 channels: 256·28·28 = 200,704, fill min(1, 256 / 132) = 1. The kernel's compute
+    # (its FLOPs at the peak, no fill: the 32-channel tensor's 0.5 % fewer) is added to each, which pulls the
+    # ratio a little below the memory's: within 2 % of it
     expected = (199_712 / (32 / 132)) / 200_704                          # = 4.10
-    assert same[32]["model_forward_ms"] / same[256]["model_forward_ms"] == pytest.approx(expected, rel=1e-3)
+    ratio = same[32]["model_forward_ms"] / same[256]["model_forward_ms"]
+    assert expected * 0.98 < ratio < expected
     assert len(out["steps"]) == 5 and all(r["model_ms"] > 0 and r["kernel_ms"] <= r["measured_ms"]
                                           for r in out["steps"])
     text = bench_probes.markdown(out)
