@@ -98,7 +98,9 @@ class NetworkWork:
 def _runs(n: NodeInfo, w: PassWork, forward: bool = False) -> int:
     """1 when the layer is a call of its own that does work, else 0: a view is not, nor in the forward a stored
     tensor (an ``nn.Parameter`` or buffer: reading one dispatches nothing, its consumer's kernel reads it; in the
-    backward its gradient is a reduction over the batch, a kernel)."""
+    backward its gradient is a reduction over the batch, a kernel). Not counted either, though PyTorch runs them:
+    the kernels that build a tensor the IR derives from a stored table (MaxViT's relative-position bias, an index
+    and a copy each forward)."""
     if n.rule.alias or (forward and n.rule.stored):
         return 0
     return int(bool(w.flops or w.act or w.xbytes or w.weights))
@@ -789,7 +791,7 @@ def typical_error(device: Device, batch: int | None = None) -> dict:
 def limiting_term(t: PassTime) -> str:
     """The term that sets a time: overhead where it exceeds compute and memory (fresh pages included) together
     (the predicted variant's ``combine``: max(compute + memory, overhead)), else the larger of compute and memory
-    (compute on a tie); "none" for no time. Under PALEO's sum, the term the time is mostly."""
+    (compute on a tie); "none" for no time. Under PALEO's sum: overhead where it is more than half the time."""
     c, m, o = t.compute_s, t.memory_s + t.fresh_pages_s, t.overhead_s
     if o > c + m:
         return "overhead"
