@@ -72,7 +72,7 @@ SMALL_BATCH = paleo.SMALL_BATCH      # batch ≤ this: the typical error quoted 
 COMPUTE_OF = {"mixed": "fp16"}           # a dataset precision → the compute precision its math runs in
 # screening switches for the "what was tried" table (GPU_EXP=queue,views,smalltile,graph,bias,cudnn,dwcuda,
 # bntrain,infov,foreach,fewrows,minrows,nchw,bwd16,dwlast,bnelem,bnnative,bnhalf,chrate,smdram,dwl32,wino,k1,
-# k1tc,kdepth):
+# k1tc):
 # not the model
 EXP = set(filter(None, os.environ.get("GPU_EXP", "").split(",")))
 EXTRA: tuple = ((("small_tile", 0.2, 1.0, 0.7),) if "smalltile" in EXP else ()) + \
@@ -84,8 +84,7 @@ EXTRA: tuple = ((("small_tile", 0.2, 1.0, 0.7),) if "smalltile" in EXP else ()) 
     ((("channel_rate", 1e-4, 0.1, 0.005),) if "chrate" in EXP else ()) + \
     ((("dw_last_fp32", 1.0, 20.0, 2.0),) if "dwl32" in EXP else ()) + \
     ((("winograd", 0.2, 2.0, 1.0),) if "wino" in EXP else ()) + \
-    ((("conv_1x1", 0.3, 2.0, 1.0),) if EXP & {"k1", "k1tc"} else ()) + \
-    ((("k_half", 1.0, 4096.0, 32.0),) if "kdepth" in EXP else ())    # screening only
+    ((("conv_1x1", 0.3, 2.0, 1.0),) if EXP & {"k1", "k1tc"} else ())    # screening only
 # "graph": a factor on the per-kernel overhead of the rows not timed in eager PyTorch (MXNet, TensorFlow, Caffe,
 # Torch7: a runtime that runs a graph, or Lua's thinner dispatch), so PyTorch's overhead is not fitted to them
 NAMES = NAMES + tuple(e[0] for e in EXTRA)
@@ -150,22 +149,6 @@ def _dgrad_tiles(node, batch: int, tile: int) -> int:
     else:
         return 0
     return g * -(-m // tile) * -(-n // tile)
-
-
-def reduction_depth(node, kind: str, batch: int) -> int:
-    """Screening (kdepth): the reduction depth K of a dense conv's or a linear layer's GEMM kernel. Forward: C_in
-    / groups · kh · kw (conv), in_features (linear); input gradient: C_out / groups · kh · kw, out_features; weight
-    gradient: the batch's output positions (N · H_out · W_out; N · leading dims). 0 for any other kernel."""
-    if node is None or node.op not in ("conv2d", "linear"):
-        return 0
-    shp, out = node.in_shapes[0], node.out_shape
-    if kind == "wgrad":
-        return batch * int(np.prod(out[1:] if node.op == "conv2d" else out[:-1]))
-    if node.op == "linear":
-        return shp[-1] if kind == "fwd" else out[-1]
-    kh, kw = tuple(node.attrs.get("kernel_size", (1, 1)))
-    g = node.attrs.get("groups", 1)
-    return (shp[0] if kind == "fwd" else out[0]) // g * kh * kw
 
 
 def _tiles_at(node, batch, tile):
@@ -275,7 +258,7 @@ def features(rows: list[dict]) -> dict:
     dw_last: dict = {}
     keys = ("row", "pidx", "flops", "bytes", "calls", "views", "cls", "tc", "bwd", "wgrad", "wave", "wave64",
             "wave32", "peak", "bw", "eager", "infer", "dwb", "fill", "bnh", "elems", "p32", "smclk", "dwl32", "wino",
-            "k1", "kdep")
+            "k1")
     cols = {k: [] for k in keys}
     paleo_s, copy_s = [], []
     for i, r in enumerate(rows):
@@ -352,8 +335,6 @@ def features(rows: list[dict]) -> dict:
             cols["k1"].append(int(node is not None and flops > 0 and kind != "cast" and node.op == "conv2d" and
                                   tuple(node.attrs.get("kernel_size", ())) == (1, 1) and
                                   node.attrs.get("groups", 1) == 1))
-            # screening (kdepth): the GEMM's reduction depth, for an efficiency × K / (K + k_half)
-            cols["kdep"].append(reduction_depth(node, kind, n) if flops > 0 and kind != "cast" else 0)
             nbytes = float(w.bytes)
             if "bntrain" in EXP and node is not None and lw.work_class == "batch_norm" and r["pass"] != "inference":
                 # train mode: the forward reads x once more for the batch statistics; the backward's reduction
@@ -442,10 +423,6 @@ def predict(f: dict, vec_of_row: np.ndarray, timed: bool = True) -> np.ndarray:
     if EXP & {"k1", "k1tc"}:    # screening: a 1×1 dense conv's kernels at a fitted factor on their efficiency
         k1 = (f["k1"] > 0) & ((f["tc"] > 0) if "k1tc" in EXP else True)    # k1tc: on tensor cores only
         eff = eff * np.where(k1, v[:, NAMES.index("conv_1x1")], 1.0)
-    if "kdepth" in EXP:     # screening: a dense conv's or linear layer's GEMM at K / (K + k_half) of its efficiency
-        kd = f["kdep"]
-        eff = eff * np.where((kd > 0) & ((f["cls"] == 0) | (f["cls"] == 2)),
-                             kd / (kd + v[:, NAMES.index("k_half")]), 1.0)
     comp = f["flops"] / (f["peak"] * eff * wave)
     if "dwl32" in EXP:      # screening: cuDNN's NHWC depthwise weight gradient in fp32 at a fitted factor
         comp = comp * np.where(f["dwl32"] > 0, v[:, NAMES.index("dw_last_fp32")], 1.0)
@@ -1068,9 +1045,9 @@ TRIED = (
      "38.0 % against 39's screen 14.1 % / 36.9 %, 14.4 % / 37.8 %"),
     ("47. quick, as 40: 39 with a dense conv's or linear layer's GEMM kernels at K / (K + k_half) of their "
      "efficiency, K the reduction depth (C_in · kh · kw forward, C_out · kh · kw input gradient, the output positions "
-     "weight gradient), k_half fitted (GPU_EXP=kdepth: a tile's fixed cost over a short reduction; a "
-     "least-squares fit of 39's held-out log errors at batch ≥ 32 on each row's shares of predicted time by kernel "
-     "kind gave 3×3 convs over ≤ 64 input channels the largest shortfall)",
+     "weight gradient), k_half fitted (GPU_EXP=kdepth, dropped after this screen: a tile's fixed cost over a short "
+     "reduction; a least-squares fit of 39's held-out log errors at batch ≥ 32 on each row's shares of predicted "
+     "time by kernel kind gave 3×3 convs over ≤ 64 input channels the largest shortfall)",
      None, None,
      "not fitted in full: k_half went to its lower bound, 1 (no effect), in every generation; 14.0 % / 37.0 %, "
      "14.5 % / 38.2 % against 39's screen 14.1 % / 36.9 %, 14.4 % / 37.8 %: the rows do not ask for a shallow "
