@@ -682,8 +682,15 @@ def _identity_import(c, n, m):
 
 
 def _identity_call(c, n):
-    """x.contiguous(); torchvision's stochastic_depth, the identity at inference."""
+    """torchvision's stochastic_depth, the identity at inference."""
     return c.emit(c.scoped(n), "identity", [c.ref(n.args[0])])
+
+
+def _contiguous_call(c, n):
+    """x.contiguous(): the input itself where it is laid out contiguously, else a copy (``contiguous``), as after
+    ShuffleNet's ``transpose(1, 2)``."""
+    op = "identity" if c.value(n.args[0]).is_contiguous() else "contiguous"
+    return c.emit(c.scoped(n), op, [c.ref(n.args[0])])
 
 
 def _expand_import(c, n):
@@ -707,7 +714,8 @@ _UNARY_IMPORTS = {
     "dropout": _modules(_dropout_import, "Dropout", "Dropout2d", "AlphaDropout")
     + _calls(_dropout_call, "torch.nn.functional.dropout", "torch.dropout"),
     "identity": _modules(_identity_import, "Identity")
-    + _calls(_identity_call, "torchvision.ops.stochastic_depth.stochastic_depth", "contiguous")
+    + _calls(_identity_call, "torchvision.ops.stochastic_depth.stochastic_depth")
+    + _calls(_contiguous_call, "contiguous")
     + _calls(_expand_import, "expand", "expand_as"),
 }
 
@@ -1310,11 +1318,12 @@ def _flatten_shape(ctx: Ctx):
 
 
 def _flatten_import(c, n, m):
-    return c.emit(n.target, "flatten", [c.ref(n.args[0])], start_dim=m.start_dim, end_dim=m.end_dim)
+    return c.emit(n.target, "flatten", [_copied(c, n, c.ref(n.args[0]))], start_dim=m.start_dim, end_dim=m.end_dim)
 
 
 def _flatten_call(c, n):
-    return c.emit(c.scoped(n), "flatten", [c.ref(n.args[0])], start_dim=c.value(c.arg(n, 1, "start_dim", 0)),
+    return c.emit(c.scoped(n), "flatten", [_copied(c, n, c.ref(n.args[0]))],
+                  start_dim=c.value(c.arg(n, 1, "start_dim", 0)),
                   end_dim=c.value(c.arg(n, 2, "end_dim", -1)))
 
 
@@ -1390,8 +1399,24 @@ def _kept_trailing(c, n, out: tuple) -> int:
     return k
 
 
+def _copied(c, n, x: str) -> str:
+    """``x``, or a ``contiguous`` copy of it where reshape or flatten call ``n`` cannot be a view of its input (a
+    transposed or sliced tensor's strides do not allow one: PyTorch then copies the input into contiguous memory,
+    one kernel, and views the copy)."""
+    src, out = c.value(n.args[0]), c.value(n)
+    if out is src:
+        return x
+    try:
+        src.view(out.shape)
+    except RuntimeError:
+        return c.emit(f"{c.scoped(n)}.contiguous", "contiguous", [x])
+    return x
+
+
 def _reshape_import(c, n):
     x, out = c.ref(n.args[0]), c.out_shape(n)
+    if n.target in ("reshape", c.torch.reshape):        # view, squeeze and unsqueeze never copy
+        x = _copied(c, n, x)
     k = _kept_trailing(c, n, out)
     return c.emit(c.scoped(n), "reshape", [x], shape=out[:len(out) - k], keep_trailing=k or None)
 
@@ -1490,6 +1515,17 @@ def _shuffle_import(c, n, m):
 register(OpRule("channel_shuffle", "shape", (Attr("groups", "pos"),), _shuffle_shape, _zero_cost, _zero_formula,
                 channel="pass", doc="ShuffleNet channel shuffle (a copy)", torch="nn.ChannelShuffle", work="shape",
                 to_torch=_shuffle_torch, imports=_modules(_shuffle_import, "ChannelShuffle")))
+
+
+def _contiguous_torch(n, xs):
+    return TorchExpr(f"{xs[0]}.contiguous()")
+
+
+register(OpRule("contiguous", "shape", (), lambda ctx: ctx.x, _zero_cost, _zero_formula, channel="pass",
+                doc="x.contiguous() of a tensor whose strides are not contiguous (after a transpose or permute): a "
+                    "copy of every element into contiguous memory; the importer writes it where PyTorch copies "
+                    "(a contiguous input is the identity)", torch="Tensor.contiguous", work="shape",
+                to_torch=_contiguous_torch))
 
 
 def _param_shape(ctx: Ctx):

@@ -4,9 +4,10 @@ An eager forward pass (``model.eval()``, ``torch.no_grad()``) dispatches one top
 are views or no-ops in eval (``permute``, ``flatten``, ``select``, ``dropout`` …) launch no kernel. The model's
 forward calls (``core.paleo.network_work``: a layer's ``forward.calls``) must be that count, network by network.
 The models are built on the meta device (torchvision's DEFAULT architecture, no weights): the dispatched ops are the
-same as on a real tensor and nothing is computed. Views a copy hides (ShuffleNet's ``transpose(…).contiguous()``)
-and attention (its kernels depend on the device: PyTorch's fused path) are not covered here; those networks are
-left out, not asserted.
+same as on a real tensor and nothing is computed. A view op that cannot be a view copies (ShuffleNet's
+``transpose(…).contiguous()``, a ``reshape`` of a sliced tensor: the op runs ``aten::clone``), one kernel: counted.
+Attention (its kernels depend on the device: PyTorch's fused path) is not covered here; those networks are left
+out, not asserted.
 """
 
 from __future__ import annotations
@@ -21,10 +22,26 @@ from core import zoo
 from core.graph import compile_network
 from core.paleo import network_work
 
-# top-level ATen ops that launch no kernel: views, and dropout in eval mode (it returns its input)
+# top-level ATen ops that launch no kernel: views, and dropout in eval mode (it returns its input); except where
+# one copies (``copies``)
 NO_KERNEL = {"aten::permute", "aten::flatten", "aten::view", "aten::reshape", "aten::expand", "aten::select",
-             "aten::transpose", "aten::unsqueeze", "aten::squeeze", "aten::t", "aten::dropout", "aten::dropout_"}
-NETWORKS = ["resnet50", "efficientnet_b0", "mobilenet_v3_small", "densenet121", "googlenet", "convnext_tiny"]
+             "aten::transpose", "aten::unsqueeze", "aten::squeeze", "aten::t", "aten::dropout", "aten::dropout_",
+             "aten::contiguous", "aten::chunk", "aten::swapaxes"}
+COPY = {"aten::clone", "aten::copy_"}
+NETWORKS = ["resnet50", "efficientnet_b0", "mobilenet_v3_small", "densenet121", "googlenet", "convnext_tiny",
+            "shufflenet_v2_x1_0"]
+
+
+def copies(ev) -> bool:
+    """Whether a profiled op runs a copy kernel below it (a reshape or contiguous whose input's strides allow no
+    view)."""
+    stack = list(ev.cpu_children)
+    while stack:
+        child = stack.pop()
+        if child.name in COPY:
+            return True
+        stack.extend(child.cpu_children)
+    return False
 
 
 def torch_calls(name: str) -> collections.Counter:
@@ -34,8 +51,8 @@ def torch_calls(name: str) -> collections.Counter:
     x = torch.empty(1, 3, 224, 224, device="meta")
     with torch.no_grad(), profile(activities=[ProfilerActivity.CPU]) as prof:
         model(x)
-    return collections.Counter(ev.name for ev in prof.events()
-                               if ev.cpu_parent is None and ev.name.startswith("aten::") and ev.name not in NO_KERNEL)
+    return collections.Counter(ev.name for ev in prof.events() if ev.cpu_parent is None and ev.name.startswith("aten::")
+                               and (ev.name not in NO_KERNEL or copies(ev)))
 
 
 def model_calls(name: str) -> collections.Counter:
@@ -60,3 +77,19 @@ def test_a_layer_scale_is_no_call_of_its_own():
     assert all(lw.forward.calls == 0 for lw in layers)
     assert all(lw.backward.calls == 1 for lw in layers)
     assert torch_calls("convnext_tiny")["aten::mul"] == len(layers)
+
+
+def test_a_channel_shuffle_copies_where_pytorch_does():
+    """ShuffleNet V2 x1.0's 16 blocks each shuffle channels as ``x.view(b, 2, c // 2, h, w).transpose(1, 2)
+    .contiguous().view(b, c, h, w)``: the ``contiguous`` of the transposed view is a copy (PyTorch: an
+    ``aten::contiguous`` that runs ``aten::clone``), the views are not. The model's forward has one ``contiguous``
+    call per block, and its backward one (PyTorch's copy there is the first view's backward, a reshape of the
+    transposed gradient)."""
+    layers = [lw for lw in network_work(compile_network(zoo.get("shufflenet_v2_x1_0")), False).layers
+              if lw.node.op == "contiguous"]
+    assert len(layers) == 16
+    assert all(lw.forward.calls == 1 and lw.backward.calls == 1 for lw in layers)
+    # the first block's (stage 2, 116 channels at 28 x 28 for a 224 x 224 input): reads and writes every element,
+    # 2 * 116 * 28 * 28 = 181,888 elements a sample
+    assert layers[0].forward.act == 2 * 116 * 28 * 28 == 181_888
+    assert torch_calls("shufflenet_v2_x1_0")["aten::contiguous"] == 16
