@@ -73,9 +73,19 @@ def _git_dir(mirror: Path, repo: str) -> Path:
     return base / ".git" if (base / ".git").exists() else base
 
 
+# a commit of a source's repository that its snapshot here lacks, and the public fork whose snapshot holds it:
+# commit → the fork's owner/name (the commit is the source's own, so ``where`` cites the source's repository)
+FORK_HOLDS = {
+    # ryujaehun/pytorch-gpu-benchmark, "Addition result RTX 3090 and RTX2060" (2021-02-27), after the snapshot's
+    # 3f47a9e; lamikr/pytorch-gpu-benchmark carries upstream's history
+    "1750bf0e33c01fda0c16ab66bf70321ad6a40cd2": "lamikr/pytorch-gpu-benchmark",
+}
+
+
 def show(mirror: Path, sid: str, path: str, commit: str | None = None) -> str:
     repo, default = SOURCES[sid]
     commit = commit or default
+    repo = FORK_HOLDS.get(commit, repo)
     return subprocess.run(
         ["git", "--git-dir", str(_git_dir(mirror, repo)), "show", f"{commit}:{path}"],
         check=True, capture_output=True, text=True).stdout
@@ -228,9 +238,10 @@ def jcjohnson_k40(mirror: Path) -> list[dict]:
 # (``timed_extra`` = "h2d_input"): an interconnect id of device_specs.json. GP102 (TITAN Xp) and TU102 (RTX 2080 Ti
 # and TITAN RTX) are PCIe 3.0 x16 boards; an A100 SXM4 in a DGX A100 reaches the host over PCIe 4.0 x16.
 RYU_HOST_LINK = {"rtx-2080-ti": "pcie3-x16", "titan-xp": "pcie3-x16", "titan-rtx": "pcie3-x16",
-                 "a100-40gb-sxm": "pcie4-x16"}
+                 "a100-40gb-sxm": "pcie4-x16", "rtx-3090": "pcie4-x16"}
+RYU_3090 = "1750bf0e33c01fda0c16ab66bf70321ad6a40cd2"      # upstream's commit adding the RTX 3090 run
 RYU_RUNS = [
-    # gpu id, folder, file stem, precision words, train word, framework, note
+    # gpu id, folder, file stem, precision words, train word, framework, note[, commit where not SOURCES']
     ("gtx-1080-ti", "results/1080TI", "GeForce GTX 1080 Ti_{p}_model_{m}_benchmark.csv",
      {"single": "fp32", "half": "fp16"}, "training",
      "PyTorch (2018 script, commit b128c28; version not recorded)",
@@ -255,17 +266,23 @@ RYU_RUNS = [
      {"float": "tf32", "half": "fp16"}, "train",
      "PyTorch (NGC container nvcr.io/nvidia/pytorch:20.10-py3), CUDA 11.1, cuDNN 8.0.4",
      "timed region includes the host-to-device copy of the 12x3x224x224 input; 50 timed after 5 warm-up"),
+    ("rtx-3090", "results/3090", "GeForce RTX 3090_1_gpus__{p}_model_{m}_benchmark.csv",
+     {"float": "tf32", "half": "fp16"}, "train",
+     "PyTorch (version not recorded; a container on a 4-GPU host), CUDA 11.1, cuDNN 8.0.4",
+     "timed region includes the host-to-device copy of the 12x3x224x224 input; 50 timed after 5 warm-up; "
+     "run 2021-02-25 (system_info.txt)", RYU_3090),
 ]
 
 
 def ryujaehun(mirror: Path) -> list[dict]:
     sid = "ryujaehun-pytorch-gpu-benchmark"
     out = []
-    for gpu, folder, stem, precs, trainword, fw, note in RYU_RUNS:
+    for gpu, folder, stem, precs, trainword, fw, note, *at in RYU_RUNS:
+        commit = at[0] if at else None
         for pword, prec in precs.items():
             for mword, pas in ((trainword, "forward_backward"), ("inference", "inference")):
                 path = f"{folder}/{stem.format(p=pword, m=mword)}"
-                table = list(csv.reader(io.StringIO(show(mirror, sid, path))))
+                table = list(csv.reader(io.StringIO(show(mirror, sid, path, commit))))
                 header, data = table[0], [r for r in table[1:] if r]
                 for k, net in enumerate(header):
                     vals = [float(r[k]) for r in data]
@@ -274,6 +291,8 @@ def ryujaehun(mirror: Path) -> list[dict]:
                     if prec == "tf32":
                         extra = ("; 'float' model: PyTorch >= 1.7 (this NGC container) runs cuDNN "
                                  "convolutions in TF32 by default on Ampere, so precision is tf32")
+                        if commit:
+                            extra = extra.replace("(this NGC container)", "(CUDA 11, which Ampere needs)")
                     if prec == "fp16":
                         extra = "; 'half' = model.half(): pure fp16 weights and activations, not AMP"
                     out.append(row(
@@ -281,7 +300,7 @@ def ryujaehun(mirror: Path) -> list[dict]:
                         precision=prec, **{"pass": pas}, framework=fw,
                         measured_ms=round(mean, 4), original_value=round(mean, 4),
                         original_unit=f"ms (mean of the {len(vals)} per-iteration values in the CSV column)",
-                        source_id=sid, source=where(sid, path, f"column '{net}'"),
+                        source_id=sid, source=where(sid, path, f"column '{net}'", commit),
                         note=("torchvision model, 224x224 random input, cudnn.benchmark=True; "
                               + ("forward_backward = zero_grad + forward + CrossEntropy + backward, "
                                  "no optimizer step; " if pas == "forward_backward" else
