@@ -168,6 +168,9 @@ def test_every_source_is_a_file_at_a_commit(rows):
     pinned = {sid: {(repo, commit)} for sid, (repo, commit) in b.SOURCES.items()}
     pinned["apache-mxnet-perf"] |= {("apache/mxnet", commit) for commit, *_ in b.MXNET_DOCS}
     pinned["jcjohnson-cnn-benchmarks"].add(("jcjohnson/cnn-benchmarks", b.JCJ_K40_COMMIT))
+    # the RTX 3090 run: upstream's later commit, read from a fork that carries it (FORK_HOLDS)
+    pinned["ryujaehun-pytorch-gpu-benchmark"].add(("ryujaehun/pytorch-gpu-benchmark", b.RYU_3090))
+    assert b.RYU_3090 in b.FORK_HOLDS
     for i, r in enumerate(rows):
         if r["source_id"].startswith(MEASURED_PREFIX):       # test_rows_measured_here
             continue
@@ -340,7 +343,7 @@ def test_timed_extra_rows(rows):
     assert {r["source_id"] for r in rows if "zero_grad" in r["timed_extra"]} == \
         {"ryujaehun-pytorch-gpu-benchmark", "u39kun-deep-learning-benchmark"}
     assert {r["gpu"] for r in rows if "h2d_input" in r["timed_extra"]} == \
-        {"rtx-2080-ti", "titan-xp", "titan-rtx", "a100-40gb-sxm"}
+        {"rtx-2080-ti", "titan-xp", "titan-rtx", "a100-40gb-sxm", "rtx-3090"}
 
 
 def test_titan_rtx_rows(rows):
