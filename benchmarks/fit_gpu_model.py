@@ -51,6 +51,8 @@ from core.precision import optimizer
 from core.report import Report
 
 DATA = Path(__file__).resolve().parent / "data" / "gpu_timings.csv"
+# a source no fit reads (benchmarks/data/README.md): the written parameters are judged on it (``holdout``)
+HOLDOUT = DATA.parent / "gpu_timings_holdout.csv"
 NAMES = gpu_model.PARAM_NAMES
 LO = np.array([p[2] for p in gpu_model.PARAMETERS])
 HI = np.array([p[3] for p in gpu_model.PARAMETERS])
@@ -100,12 +102,13 @@ def _start_vector() -> np.ndarray:
     return np.array([START[n] for n in NAMES])
 
 
-def load_rows() -> tuple[list[dict], dict]:
-    """The dataset's rows the model can run, and why the others are skipped (counts)."""
+def load_rows(path: Path | None = None) -> tuple[list[dict], dict]:
+    """The dataset's rows the model can run (``path``: another file of the same columns), and why the others are
+    skipped (counts)."""
     db = load_devices()
     known = set(zoo.names())
     rows, skipped = [], {}
-    for r in csv.DictReader(DATA.open(encoding="utf-8")):
+    for r in csv.DictReader((path or DATA).open(encoding="utf-8")):
         why = None
         dev = db.device(r["gpu"])
         compute = COMPUTE_OF.get(r["precision"], r["precision"])
@@ -759,9 +762,52 @@ def summarize(rows: list[dict], skipped: dict, f: dict, res: dict, quick: bool =
             line[k] = stats(_err(pred[idx], m[idx]))[:2]
             line[k + "_base"] = stats(_err(base[idx], m[idx]))[:2]
         table.append(line)
+    ppp = float(np.median(f["paleo_s"] / res["base_in"]))      # base_in = PALEO / the all-rows PPP, row by row
     return {"rows": len(rows), "skipped": skipped, "params": doc, "table": table, "estimate_gap": gap,
-            "quick": quick, "host_scatter": host_scatter(rows),
+            "quick": quick, "host_scatter": host_scatter(rows), "holdout": holdout(doc, ppp),
             "call_cost": call_cost_by_pass(rows, f, doc["all_rows"]["library_overhead"])}
+
+
+def holdout(doc: dict, ppp: float) -> dict:
+    """The written parameters (``doc``, a gpu_params.json) on the rows no fit reads (``HOLDOUT``), beside PALEO
+    at the all-rows fit's one PPP: |error| median and p90 of all of them and of each GPU and pass, and the median
+    ratio predicted / measured of each network (where the model errs, and which way)."""
+    rows, _ = load_rows(HOLDOUT)
+    if not rows:
+        return {}
+    f = features(rows)
+    gens = {g: np.array([p[n] for n in gpu_model.PARAM_NAMES]) for g, p in doc["generations"].items()}
+    gens["all"] = np.array([doc["all_rows"][n] for n in gpu_model.PARAM_NAMES])
+    x = np.array([gens.get(r["generation"], gens["all"]) for r in rows])
+    if x.shape[1] < len(NAMES):           # a screening switch's extra parameters: their start values
+        x = np.hstack([x, np.tile([START[n] for n in NAMES[x.shape[1]:]], (len(rows), 1))])
+    pred, m = predict(f, x), f["measured_s"]
+    groups = {"all held-out rows": np.arange(len(rows))}
+    for key in sorted({(r["gpu"], r["pass"]) for r in rows}):
+        groups[f"{key[0]}, {key[1]}"] = np.array([i for i, r in enumerate(rows) if (r["gpu"], r["pass"]) == key])
+    nets = {}
+    for net in sorted({r["network"] for r in rows}):
+        idx = [i for i, r in enumerate(rows) if r["network"] == net]
+        nets[net] = float(np.median(pred[idx] / m[idx]))
+    return {"rows": len(rows), "sources": sorted({r["source_id"] for r in rows}),
+            "groups": [(name, len(idx), stats(_err(pred[idx], m[idx]))[:2],
+                        stats(_err(f["paleo_s"][idx] / ppp, m[idx]))[:2]) for name, idx in groups.items()],
+            "ratio_by_network": nets}
+
+
+def _holdout_lines(h: dict | None) -> list[str]:
+    if not h:
+        return []
+    lines = ["", f"### Held out of every fit: {', '.join(h['sources'])}", "",
+             f"{h['rows']} rows of `benchmarks/data/gpu_timings_holdout.csv`, a source no fit reads "
+             "(benchmarks/data/README.md), predicted with the parameters above as written. Error = |predicted / "
+             "measured − 1|, median / p90; PALEO at the all-rows fit's PPP.", "",
+             "| rows | n | model | PALEO |", "| --- | ---: | --- | --- |"]
+    lines += [f"| {name} | {n} | {_pc(e)} | {_pc(b)} |" for name, n, e, b in h["groups"]]
+    lines += ["", "Median predicted / measured by network: "
+              + ", ".join(f"{k} {v:.2f}" for k, v in sorted(h["ratio_by_network"].items(), key=lambda kv: kv[1]))
+              + "."]
+    return lines
 
 
 def _pc(x: tuple) -> str:
@@ -787,6 +833,7 @@ def markdown(out: dict) -> str:
     for r in out["table"]:
         lines.append(f"| {r['group']} | {r['rows']} | {_pc(r['in'])} | {_pc(r['loso'])} | {_pc(r['logo'])} | "
                      f"{_pc(r['in_base'])} | {_pc(r['loso_base'])} | {_pc(r['logo_base'])} |")
+    lines += _holdout_lines(out.get("holdout"))
     lines += _tried_lines(out)
     if out.get("call_cost"):
         lines += ["", "Why a call under autograd gets its own factor (`autograd_overhead`): at batch 1 the host's "

@@ -182,8 +182,41 @@ def test_every_source_is_a_file_at_a_commit(rows):
 def test_source_ids_match_the_builder(rows, readme_sources):
     b = _builder()
     measured = {MEASURED_PREFIX + folder for folder in b.MEASURED}
-    assert {r["source_id"] for r in rows} == set(b.SOURCES) | measured
+    held = {r["source_id"] for r in _holdout_rows()}
+    assert {r["source_id"] for r in rows} == set(b.SOURCES) - held | measured
     assert set(b.SOURCES) | measured <= readme_sources
+
+
+def _holdout_rows() -> list[dict]:
+    with (DATA / "gpu_timings_holdout.csv").open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_holdout_rows(rows, readme_sources):
+    """benchmarks/data/gpu_timings_holdout.csv: the rows no fit reads (timm's benchmark files), in the dataset's
+    columns, from a source the README documents and the fit's file does not hold, each a file at the pinned commit
+    the builder reads, of a network this project builds at the input size the row was timed at."""
+    from core import zoo
+
+    b = _builder()
+    held = _holdout_rows()
+    assert held and list(held[0]) == b.COLUMNS
+    assert {r["source_id"] for r in held} == {"timm-benchmark-results"} <= readme_sources
+    assert not {r["source_id"] for r in held} & {r["source_id"] for r in rows}
+    repo, commit = b.SOURCES["timm-benchmark-results"]
+    files = {path for _, _, path, _ in b.TIMM_FILES}
+    known = set(zoo.names())
+    by_timm = {timm: net for timm, (net, _) in b.TIMM_NET.items()}
+    for i, r in enumerate(held):
+        m = re.match(r"^https://github\.com/([\w.-]+/[\w.-]+)/blob/([0-9a-f]{40})/([^:]+) :: line \d+, model '(\S+)'$",
+                     r["source"])
+        assert m and (m.group(1), m.group(2)) == (repo, commit) and m.group(3) in files, f"row {i + 2}: {r['source']}"
+        assert by_timm[m.group(4)] == r["network"] in known, f"row {i + 2}"
+        assert r["precision"] == "mixed" and r["pass"] in {"inference", "training_step"}, f"row {i + 2}"
+        assert float(r["measured_ms"]) == float(r["original_value"]) > 0 and int(r["batch"]) >= 128, f"row {i + 2}"
+        assert r["generation"] == b.GENERATION[r["gpu"]] and not r["timed_extra"], f"row {i + 2}"
+    # one row per network, GPU and pass
+    assert len({(r["network"], r["gpu"], r["pass"]) for r in held}) == len(held)
 
 
 # folder -> (GPU id, GPU name as torch reports it, SM count, SM clock in MHz, cases, of them mixed, machine files)

@@ -28,6 +28,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "gpu_timings.csv"
+# rows no fit reads: a source kept out of every fit, to judge the shipped parameters on data they never saw
+HOLDOUT = HERE / "gpu_timings_holdout.csv"
 
 COLUMNS = [
     "network", "torchvision_match", "gpu", "generation", "batch", "precision",
@@ -53,6 +55,9 @@ SOURCES = {
         "apache/mxnet", "db4de44f170df08a1500feabccb55a63266d7ae2"),
     "bvlc-caffe-performance": (
         "BVLC/caffe", "83b5dcd40bd61fe61b88fb90c3615e2096316724"),
+    # held out of every fit (HOLDOUT)
+    "timm-benchmark-results": (
+        "huggingface/pytorch-image-models", "aa4b5850c1543fa488abf260f18390eda46cf85d"),
 }
 
 GENERATION = {
@@ -310,6 +315,58 @@ def ryujaehun(mirror: Path) -> list[dict]:
                                            zero_grad=pas == "forward_backward"),
                         host_link=RYU_HOST_LINK.get(gpu, ""),
                     ))
+    return out
+
+
+# --------------------------------------------------------------------------- timm (held out)
+# timm's model name → (this project's network, torchvision_match)
+TIMM_NET = {n: (n, "exact") for n in (
+    "resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "resnext50_32x4d", "resnext101_32x8d",
+    "resnext101_64x4d", "wide_resnet50_2", "wide_resnet101_2", "densenet121", "densenet161", "densenet169",
+    "densenet201", "inception_v3")}
+TIMM_NET.update({"regnetx_004_tv": ("regnet_x_400mf", "exact"), "regnety_008_tv": ("regnet_y_800mf", "exact"),
+                 "regnety_080_tv": ("regnet_y_8gf", "exact")})
+TIMM_NET.update({v: (v, "close: timm's VGG runs the classifier's two 4096-wide layers as a 7x7 and a 1x1 "
+                        "convolution (torchvision: linear layers), the same multiply-adds")
+                 for v in ("vgg11", "vgg13", "vgg16", "vgg19", "vgg11_bn", "vgg13_bn", "vgg16_bn", "vgg19_bn")})
+TIMM_NET.update({t: (n, "close: timm's own implementation of the architecture (same layers and widths)")
+                 for t, n in (("efficientnet_b0", "efficientnet_b0"), ("mobilenetv2_100", "mobilenet_v2"),
+                              ("convnext_tiny", "convnext_tiny"), ("convnext_small", "convnext_small"),
+                              ("convnext_base", "convnext_base"))})
+TIMM_SIZE = {"inception_v3": 299}           # the input size each network is built in for (else 224)
+TIMM_FILES = (  # gpu, pass, file, framework: eager PyTorch, AMP (fp16 autocast), NCHW; the newest of each
+    ("rtx-3090", "inference", "results/benchmark-infer-amp-nchw-pt240-cu124-rtx3090.csv",
+     "PyTorch 2.4, CUDA 12.4 (timm's benchmark.py, AMP fp16 autocast)"),
+    ("rtx-4090", "inference", "results/benchmark-infer-amp-nchw-pt240-cu124-rtx4090.csv",
+     "PyTorch 2.4, CUDA 12.4 (timm's benchmark.py, AMP fp16 autocast)"),
+    ("rtx-3090", "training_step", "results/benchmark-train-amp-nchw-pt112-cu113-rtx3090.csv",
+     "PyTorch 1.12, CUDA 11.3 (timm's benchmark.py, AMP fp16 autocast)"),
+)
+
+
+def timm_bench(mirror: Path) -> list[dict]:
+    """timm's published benchmark files: the mean step time of each torchvision architecture at the input size
+    this project builds it for, one batch per network (the largest that fitted in memory: 128–1024)."""
+    sid = "timm-benchmark-results"
+    out = []
+    for gpu, pas, path, fw in TIMM_FILES:
+        pre = "infer" if pas == "inference" else "train"
+        for line, r in enumerate(csv.DictReader(io.StringIO(show(mirror, sid, path))), start=2):
+            if r["model"] not in TIMM_NET or int(r[f"{pre}_img_size"]) != TIMM_SIZE.get(r["model"], 224):
+                continue
+            net, match = TIMM_NET[r["model"]]
+            ms = float(r[f"{pre}_step_time"])
+            out.append(row(
+                network=net, torchvision_match=match, gpu=gpu, batch=int(r[f"{pre}_batch_size"]),
+                precision="mixed", **{"pass": pas}, framework=fw, measured_ms=ms, original_value=ms,
+                original_unit=f"ms ({pre}_step_time: the mean step of 40 timed after 10 warm-up)",
+                source_id=sid, source=where(sid, path, f"line {line}, model '{r['model']}'"),
+                note=(f"timm model '{r['model']}', random input already on the GPU, cudnn.benchmark=True, "
+                      + ("eval() under inference_mode; " if pas == "inference" else
+                         "train(): forward + label-smoothing cross-entropy + backward + SGD(momentum 0.9) step, "
+                         "zero_grad outside the timed region; ")
+                      + "synchronized after each step"),
+            ))
     return out
 
 
@@ -830,11 +887,12 @@ def main() -> None:
     rows = (jcjohnson(mirror) + jcjohnson_k40(mirror) + ryujaehun(mirror) + u39kun(mirror) + nvidia_dle(mirror)
             + lambdal(mirror) + tensorflow_k80(mirror) + mxnet_perf(mirror) + caffe_k40(mirror)
             + measured_here())
-    with OUT.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
-        w.writeheader()
-        w.writerows(rows)
-    print(f"{len(rows)} rows -> {OUT}")
+    for path, out in ((OUT, rows), (HOLDOUT, timm_bench(mirror))):
+        with path.open("w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
+            w.writeheader()
+            w.writerows(out)
+        print(f"{len(out)} rows -> {path}")
 
 
 if __name__ == "__main__":
