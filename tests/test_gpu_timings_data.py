@@ -168,9 +168,6 @@ def test_every_source_is_a_file_at_a_commit(rows):
     pinned = {sid: {(repo, commit)} for sid, (repo, commit) in b.SOURCES.items()}
     pinned["apache-mxnet-perf"] |= {("apache/mxnet", commit) for commit, *_ in b.MXNET_DOCS}
     pinned["jcjohnson-cnn-benchmarks"].add(("jcjohnson/cnn-benchmarks", b.JCJ_K40_COMMIT))
-    # the RTX 3090 run: upstream's later commit, read from a fork that carries it (FORK_HOLDS)
-    pinned["ryujaehun-pytorch-gpu-benchmark"].add(("ryujaehun/pytorch-gpu-benchmark", b.RYU_3090))
-    assert b.RYU_3090 in b.FORK_HOLDS
     for i, r in enumerate(rows):
         if r["source_id"].startswith(MEASURED_PREFIX):       # test_rows_measured_here
             continue
@@ -182,8 +179,9 @@ def test_every_source_is_a_file_at_a_commit(rows):
 def test_source_ids_match_the_builder(rows, readme_sources):
     b = _builder()
     measured = {MEASURED_PREFIX + folder for folder in b.MEASURED}
-    held = {r["source_id"] for r in _holdout_rows()}
-    assert {r["source_id"] for r in rows} == set(b.SOURCES) - held | measured
+    only_held = {r["source_id"] for r in _holdout_rows()} - {sid for sid, _ in b.HOLDOUT_RUNS}
+    assert only_held == {"timm-benchmark-results"}
+    assert {r["source_id"] for r in rows} == set(b.SOURCES) - only_held | measured
     assert set(b.SOURCES) | measured <= readme_sources
 
 
@@ -193,30 +191,44 @@ def _holdout_rows() -> list[dict]:
 
 
 def test_holdout_rows(rows, readme_sources):
-    """benchmarks/data/gpu_timings_holdout.csv: the rows no fit reads (timm's benchmark files), in the dataset's
-    columns, from a source the README documents and the fit's file does not hold, each a file at the pinned commit
-    the builder reads, of a network this project builds at the input size the row was timed at."""
+    """benchmarks/data/gpu_timings_holdout.csv: the rows no fit reads, in the dataset's columns, each a file at a
+    commit the builder pins, of a network this project builds at the input size the row was timed at. timm's
+    benchmark files (a source the fit's file does not hold: AMP, batch 128-1024) and ryujaehun's RTX 3090 run (the
+    builder's ``HOLDOUT_RUNS``: batch 12, tf32 and fp16, the input's copy and zero_grad in its timed region, as the
+    same source's fitted runs)."""
     from core import zoo
 
     b = _builder()
     held = _holdout_rows()
     assert held and list(held[0]) == b.COLUMNS
-    assert {r["source_id"] for r in held} == {"timm-benchmark-results"} <= readme_sources
-    assert not {r["source_id"] for r in held} & {r["source_id"] for r in rows}
+    assert {r["source_id"] for r in held} == {"timm-benchmark-results", "ryujaehun-pytorch-gpu-benchmark"}
+    assert {r["source_id"] for r in held} <= readme_sources
+    assert not {(r["source_id"], r["gpu"]) for r in held} & {(r["source_id"], r["gpu"]) for r in rows}
+    assert {(r["source_id"], r["gpu"]) for r in held if r["source_id"] != "timm-benchmark-results"} == \
+        b.HOLDOUT_RUNS
+    known = set(zoo.names())
+    assert {r["network"] for r in held} <= known
     repo, commit = b.SOURCES["timm-benchmark-results"]
     files = {path for _, _, path, _ in b.TIMM_FILES}
-    known = set(zoo.names())
     by_timm = {timm: net for timm, (net, _) in b.TIMM_NET.items()}
-    for i, r in enumerate(held):
+    timm = [r for r in held if r["source_id"] == "timm-benchmark-results"]
+    for i, r in enumerate(timm):
         m = re.match(r"^https://github\.com/([\w.-]+/[\w.-]+)/blob/([0-9a-f]{40})/([^:]+) :: line \d+, model '(\S+)'$",
                      r["source"])
         assert m and (m.group(1), m.group(2)) == (repo, commit) and m.group(3) in files, f"row {i + 2}: {r['source']}"
-        assert by_timm[m.group(4)] == r["network"] in known, f"row {i + 2}"
+        assert by_timm[m.group(4)] == r["network"], f"row {i + 2}"
         assert r["precision"] == "mixed" and r["pass"] in {"inference", "training_step"}, f"row {i + 2}"
         assert float(r["measured_ms"]) == float(r["original_value"]) > 0 and int(r["batch"]) >= 128, f"row {i + 2}"
         assert r["generation"] == b.GENERATION[r["gpu"]] and not r["timed_extra"], f"row {i + 2}"
-    # one row per network, GPU and pass
-    assert len({(r["network"], r["gpu"], r["pass"]) for r in held}) == len(held)
+    assert len({(r["network"], r["gpu"], r["pass"]) for r in timm}) == len(timm) == 90
+    # the RTX 3090 run: upstream's later commit, read from a fork that carries it (FORK_HOLDS); 32 networks x
+    # 2 precisions x 2 passes = 128
+    ryu = [r for r in held if r["source_id"] == "ryujaehun-pytorch-gpu-benchmark"]
+    assert b.RYU_3090 in b.FORK_HOLDS and len(ryu) == 128
+    for r in ryu:
+        assert r["source"].startswith(f"https://github.com/ryujaehun/pytorch-gpu-benchmark/blob/{b.RYU_3090}/")
+        assert (r["gpu"], r["batch"], r["host_link"]) == ("rtx-3090", "12", "pcie4-x16")
+        assert r["timed_extra"] == ("h2d_input+zero_grad" if r["pass"] == "forward_backward" else "h2d_input")
 
 
 # folder -> (GPU id, GPU name as torch reports it, SM count, SM clock in MHz, cases, of them mixed, machine files)
@@ -376,7 +388,7 @@ def test_timed_extra_rows(rows):
     assert {r["source_id"] for r in rows if "zero_grad" in r["timed_extra"]} == \
         {"ryujaehun-pytorch-gpu-benchmark", "u39kun-deep-learning-benchmark"}
     assert {r["gpu"] for r in rows if "h2d_input" in r["timed_extra"]} == \
-        {"rtx-2080-ti", "titan-xp", "titan-rtx", "a100-40gb-sxm", "rtx-3090"}
+        {"rtx-2080-ti", "titan-xp", "titan-rtx", "a100-40gb-sxm"}
 
 
 def test_titan_rtx_rows(rows):
