@@ -635,14 +635,14 @@ def test_the_fits_prediction_is_the_estimates_for_every_pass(monkeypatch):
 
 def test_the_held_out_rows_are_predicted_as_an_estimate_predicts_them(monkeypatch):
     """The held-out file (benchmarks/data/gpu_timings_holdout.csv, which no fit reads) is loaded and predicted on
-    the fit's own path, and that path equals ``Estimate(variant="predicted")`` on its rows: an inference and a
-    training step of each GPU in it. ``holdout`` reports every row once, in one GPU-and-pass group each."""
+    the fit's own path, and that path equals ``Estimate(variant="predicted")`` on its rows: one of each GPU and
+    pass in it. ``holdout`` reports every row once in its source and once in one of the source's groups."""
     import numpy as np
     fit = _fit_module()
     rows, skipped = fit.load_rows(fit.HOLDOUT)
     assert rows and not skipped
     sub = list({(r["gpu"], r["pass"]): r for r in rows}.values())
-    assert {r["pass"] for r in sub} == {"inference", "training_step"}
+    assert {r["pass"] for r in sub} == {"inference", "training_step", "forward_backward"}
     params = {n: v * 1.1 for n, v in fit.START.items()}
     monkeypatch.setattr(gm, "load_params", lambda: {"generations": {r["generation"]: params for r in rows}})
     f = fit.features(sub)
@@ -650,8 +650,11 @@ def test_the_held_out_rows_are_predicted_as_an_estimate_predicts_them(monkeypatc
     assert fit.check_against_estimate(sub, f, {"all": vec, **{r["generation"]: vec for r in sub}}, k=len(sub)) < 1e-12
     doc = {"generations": {r["generation"]: params for r in rows}, "all_rows": params}
     h = fit.holdout(doc, 1.0)
-    assert h["rows"] == len(rows) == sum(n for name, n, _, _ in h["groups"][1:]) == h["groups"][0][1]
-    assert set(h["ratio_by_network"]) == {r["network"] for r in rows}
+    by = {name: n for name, n, _, _ in h["groups"]}
+    assert h["rows"] == len(rows) == by["all held-out rows"] == sum(by[sid] for sid in h["sources"])
+    for sid in h["sources"]:            # each source's rows, once each in one of its GPU-precision-pass groups
+        assert by[sid] == sum(n for name, n in by.items() if name.startswith(f"{sid}: "))
+    assert set(h["ratio_by_network"]) == {r["network"] for r in rows if r["source_id"] == "timm-benchmark-results"}
 
 
 def test_zero_grad_in_the_timed_region_by_hand(toy_params):
