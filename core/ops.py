@@ -687,9 +687,9 @@ def _identity_call(c, n):
 
 
 def _contiguous_call(c, n):
-    """x.contiguous(): the input itself where it is laid out contiguously, else a copy (``contiguous``), as after
-    ShuffleNet's ``transpose(1, 2)``."""
-    op = "identity" if c.value(n.args[0]).is_contiguous() else "contiguous"
+    """x.contiguous(memory_format=…): the input itself where it is laid out so already, else a copy
+    (``contiguous``), as after ShuffleNet's ``transpose(1, 2)``."""
+    op = "identity" if c.value(n) is c.value(n.args[0]) else "contiguous"     # PyTorch returns x itself, or a copy
     return c.emit(c.scoped(n), op, [c.ref(n.args[0])])
 
 
@@ -1408,8 +1408,9 @@ def _copied(c, n, x: str) -> str:
         return x
     try:
         src.view(out.shape)
-    except RuntimeError:
-        return c.emit(f"{c.scoped(n)}.contiguous", "contiguous", [x])
+    except (RuntimeError, ValueError):            # meta tensors raise the one, fake tensors (real weights) the other
+        base = n.target if n.op == "call_module" else c.scoped(n)
+        return c.emit(f"{base}.contiguous", "contiguous", [x])
     return x
 
 

@@ -93,3 +93,39 @@ def test_a_channel_shuffle_copies_where_pytorch_does():
     # 2 * 116 * 28 * 28 = 181,888 elements a sample
     assert layers[0].forward.act == 2 * 116 * 28 * 28 == 181_888
     assert torch_calls("shufflenet_v2_x1_0")["aten::contiguous"] == 16
+
+
+class _Strided(torch.nn.Module):
+    """Views that cannot be views, on a module with real weights (imported under fake tensors, not meta)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.flat = torch.nn.Flatten()
+
+    def forward(self, x):
+        y = self.conv(x)
+        a = y.transpose(2, 3).reshape(y.shape[0], -1)            # copies
+        b = y.permute(0, 2, 3, 1).flatten(1)                     # copies
+        c = self.flat(y.transpose(1, 2))                         # copies (nn.Flatten)
+        d = y.reshape(y.shape[0], -1)                            # a view
+        e = y.contiguous()                                       # the tensor itself
+        f = y.contiguous(memory_format=torch.channels_last)      # copies
+        return a + b + c + d + e.flatten(1) + f.flatten(1)       # f.flatten(1) copies again (NHWC → C, H, W order)
+
+
+def test_copies_on_a_module_with_weights():
+    """The importer finds the copies on fake tensors too (a CPU module with real weights): one ``contiguous`` node
+    per call that copies, as many as the clones PyTorch's profiler records in the forward (5: a, b, c, f and
+    f.flatten), none for the view and the contiguous tensor's ``contiguous()``; the one before ``nn.Flatten`` is
+    named after the module."""
+    from core.bridge.fx_import import from_module
+
+    module = _Strided().eval()
+    net = from_module(module, (3, 8, 8)).network
+    made = [n for n in net.nodes if n.op == "contiguous"]
+    with torch.no_grad(), profile(activities=[ProfilerActivity.CPU]) as prof:
+        module(torch.randn(2, 3, 8, 8))
+    clones = [ev for ev in prof.events() if ev.cpu_parent is None and ev.name in NO_KERNEL and copies(ev)]
+    assert len(made) == len(clones) == 5, ([n.name for n in made], [ev.name for ev in clones])
+    assert "flat.contiguous" in {n.name for n in made}

@@ -367,7 +367,7 @@ def timm_bench(mirror: Path) -> list[dict]:
                 note=(f"timm model '{r['model']}', random input already on the GPU, cudnn.benchmark=True, "
                       + ("eval() under inference_mode; " if pas == "inference" else
                          "train(): forward + label-smoothing cross-entropy + backward + SGD(momentum 0.9) step, "
-                         "zero_grad outside the timed region; ")
+                         "zero_grad called before the timer starts, unsynchronized; ")
                       + "synchronized after each step"),
             ))
     return out
