@@ -544,6 +544,13 @@ def fit(f: dict, rows: list[dict], train: np.ndarray, rounds: int) -> dict:
     return out
 
 
+def param_vectors(doc: dict) -> dict:
+    """A parameter file's sets (``doc``: gpu_params.json) as the fit's vectors, by generation and ``all``; a
+    screening switch's parameter the file lacks at its start value."""
+    sets = {**doc["generations"], "all": doc["all_rows"]}
+    return {g: np.array([p.get(n, START[n]) for n in NAMES]) for g, p in sets.items()}
+
+
 def _vectors(fitted: dict, rows: list[dict]) -> np.ndarray:
     return np.array([fitted.get(r["generation"], fitted["all"]) for r in rows])
 
@@ -729,8 +736,7 @@ def summarize(rows: list[dict], skipped: dict, f: dict, res: dict, quick: bool =
     if write if write is not None else not quick:
         gpu_model.PARAMS_FILE.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
         gpu_model.load_params.cache_clear()
-        written = {g: np.array([p[n] for n in NAMES]) for g, p in doc["generations"].items()}
-        gap = check_against_estimate(rows, f, {**written, "all": np.array([doc["all_rows"][n] for n in NAMES])})
+        gap = check_against_estimate(rows, f, param_vectors(doc))
     else:
         gap = None
     m = f["measured_s"]
@@ -762,9 +768,8 @@ def summarize(rows: list[dict], skipped: dict, f: dict, res: dict, quick: bool =
             line[k] = stats(_err(pred[idx], m[idx]))[:2]
             line[k + "_base"] = stats(_err(base[idx], m[idx]))[:2]
         table.append(line)
-    ppp = float(np.median(f["paleo_s"] / res["base_in"]))      # base_in = PALEO / the all-rows PPP, row by row
     return {"rows": len(rows), "skipped": skipped, "params": doc, "table": table, "estimate_gap": gap,
-            "quick": quick, "host_scatter": host_scatter(rows), "holdout": holdout(doc, ppp),
+            "quick": quick, "host_scatter": host_scatter(rows), "holdout": holdout(doc, _ppp(f, np.arange(f["n"]))),
             "call_cost": call_cost_by_pass(rows, f, doc["all_rows"]["library_overhead"])}
 
 
@@ -776,12 +781,7 @@ def holdout(doc: dict, ppp: float) -> dict:
     if not rows:
         return {}
     f = features(rows)
-    gens = {g: np.array([p[n] for n in gpu_model.PARAM_NAMES]) for g, p in doc["generations"].items()}
-    gens["all"] = np.array([doc["all_rows"][n] for n in gpu_model.PARAM_NAMES])
-    x = np.array([gens.get(r["generation"], gens["all"]) for r in rows])
-    if x.shape[1] < len(NAMES):           # a screening switch's extra parameters: their start values
-        x = np.hstack([x, np.tile([START[n] for n in NAMES[x.shape[1]:]], (len(rows), 1))])
-    pred, m = predict(f, x), f["measured_s"]
+    pred, m = predict(f, _vectors(param_vectors(doc), rows)), f["measured_s"]
     groups = {"all held-out rows": np.arange(len(rows))}
     sources = sorted({r["source_id"] for r in rows})
     for sid in sources:

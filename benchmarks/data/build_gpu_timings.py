@@ -297,10 +297,9 @@ def ryujaehun(mirror: Path) -> list[dict]:
                     mean = statistics.fmean(vals)
                     extra = ""
                     if prec == "tf32":
-                        extra = ("; 'float' model: PyTorch >= 1.7 (this NGC container) runs cuDNN "
+                        why = "CUDA 11, which Ampere needs" if commit else "this NGC container"
+                        extra = (f"; 'float' model: PyTorch >= 1.7 ({why}) runs cuDNN "
                                  "convolutions in TF32 by default on Ampere, so precision is tf32")
-                        if commit:
-                            extra = extra.replace("(this NGC container)", "(CUDA 11, which Ampere needs)")
                     if prec == "fp16":
                         extra = "; 'half' = model.half(): pure fp16 weights and activations, not AMP"
                     out.append(row(
