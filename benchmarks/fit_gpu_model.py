@@ -35,7 +35,8 @@ import statistics
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
-from math import exp
+from itertools import combinations
+from math import exp, log
 from pathlib import Path
 
 import numpy as np
@@ -635,6 +636,40 @@ def host_scatter(rows: list[dict]) -> dict:
             "max": float(ratio.max()), "floor_median": float(np.median((slow - 1) / (slow + 1))) if len(slow) else 0.0}
 
 
+TWIN_BANDS = ((1, SMALL_BATCH), (SMALL_BATCH + 1, 64), (65, None))
+
+
+def twin_scatter(rows: list[dict], pred: np.ndarray, close: float = 0.05) -> dict:
+    """Two machines, one prediction: this project's measured rows of one (network, precision, batch, pass) on two
+    GPUs for which the model's times ``pred`` are within ``close`` of each other (at small batch the H100 SXM and
+    the H200 have one generation's parameters, the same SMs and clocks, and the host's calls to pay for). With r =
+    the ratio of the measured times over the ratio of the predicted ones (≥ 1), the model's times, at any common
+    scale, err by at least (r − 1) / (r + 1) on one of the two rows (exactly that on both at the best scale). By
+    batch band."""
+    at: dict = {}
+    for i, r in enumerate(rows):
+        if r["source_id"].startswith("measured-"):
+            at.setdefault((r["network"], r["precision"], r["batch"], r["pass"]), []).append(i)
+    ratio: dict = {band: [] for band in TWIN_BANDS}
+    gpus: set = set()
+    for (_net, _prec, batch, _ps), idx in at.items():
+        for a, b in combinations(idx, 2):
+            if rows[a]["gpu"] == rows[b]["gpu"] or abs(log(pred[a] / pred[b])) > log(1 + close):
+                continue
+            gpus |= {rows[a]["gpu"], rows[b]["gpu"]}
+            band = next(bd for bd in TWIN_BANDS if bd[0] <= batch and (bd[1] is None or batch <= bd[1]))
+            ratio[band].append(exp(abs(log(rows[a]["measured_s"] / rows[b]["measured_s"]) - log(pred[a] / pred[b]))))
+    out = {"gpus": sorted(gpus), "close": close, "bands": []}
+    for band, rs in ratio.items():
+        if rs:
+            r = np.array(rs)
+            floor = (r - 1) / (r + 1)
+            out["bands"].append({"batch": band, "pairs": len(r), "ratio": (float(np.median(r)),
+                                 float(np.percentile(r, 90))), "floor": (float(np.median(floor)),
+                                                                        float(np.percentile(floor, 90)))})
+    return out
+
+
 def check_against_estimate(rows: list[dict], f: dict, fitted: dict, k: int = 12) -> float:
     """Largest relative gap between the numpy prediction and Estimate(variant="predicted") over ``k`` rows spread
     over the dataset (the parameters as written to the file)."""
@@ -769,7 +804,8 @@ def summarize(rows: list[dict], skipped: dict, f: dict, res: dict, quick: bool =
             line[k + "_base"] = stats(_err(base[idx], m[idx]))[:2]
         table.append(line)
     return {"rows": len(rows), "skipped": skipped, "params": doc, "table": table, "estimate_gap": gap,
-            "quick": quick, "host_scatter": host_scatter(rows), "holdout": holdout(doc, _ppp(f, np.arange(f["n"]))),
+            "quick": quick, "host_scatter": host_scatter(rows),
+            "twin_scatter": twin_scatter(rows, res["insample"]), "holdout": holdout(doc, _ppp(f, np.arange(f["n"]))),
             "call_cost": call_cost_by_pass(rows, f, doc["all_rows"]["library_overhead"])}
 
 
@@ -849,7 +885,7 @@ def markdown(out: dict) -> str:
                   "| precision | inference µs per call | training step µs per call | ratio |",
                   "| --- | ---: | ---: | ---: |"]
         lines += [f"| {p} | {i * 1e6:.1f} | {t * 1e6:.1f} | {r:.2f} |" for p, (i, t, r) in out["call_cost"].items()]
-    lines += _scatter_lines(out.get("host_scatter"))
+    lines += _scatter_lines(out.get("host_scatter")) + _twin_lines(out.get("twin_scatter"))
     lines += _kepler_lines(out)
     lines += ["", "Fitted parameters per generation:", "",
               "| generation | " + " | ".join(NAMES) + " |", "| --- |" + " ---: |" * len(NAMES)]
@@ -1175,6 +1211,27 @@ def _scatter_lines(h: dict | None) -> list[str]:
                 f"rows (r = t(1) / t(8)); over the pairs above 10 % that floor has a median of "
                 f"{h['floor_median'] * 100:.0f} %. Each pair is from one session, so the state changes within a "
                 f"session; the model, fitted per generation, predicts one state."]
+
+
+def _twin_lines(t: dict | None) -> list[str]:
+    """twin_scatter as a paragraph and a table; nothing without pairs."""
+    if not t or not t["bands"]:
+        return []
+    def band(b):
+        return f"{b[0]}–{b[1]}" if b[1] is not None else f"≥ {b[0]}"
+    lines = ["", f"Two machines, one prediction (this project's measured rows): the same network, precision, batch and "
+                 f"pass timed on {' and '.join(t['gpus'])}, where the fitted model's two times are within "
+                 f"{t['close'] * 100:.0f} % of each other. With r the measured times' ratio over the predicted ones' "
+                 f"(≥ 1), the model errs by at least (r − 1) / (r + 1) on one of the pair's rows whatever the scale "
+                 f"of its times: an error no parameter of a model fitted per generation removes. At small batch the "
+                 f"host's calls set the time, and the two machines' hosts differ (and change state within a "
+                 f"session, above).",
+             "", "| batch | pairs | r, median / p90 | least error on one of the two, median / p90 |",
+             "| --- | ---: | --- | --- |"]
+    for b in t["bands"]:
+        lines.append(f"| {band(b['batch'])} | {b['pairs']} | {b['ratio'][0]:.2f}× / {b['ratio'][1]:.2f}× | "
+                     f"{b['floor'][0] * 100:.0f} % / {b['floor'][1] * 100:.0f} % |")
+    return lines
 
 
 def _kepler_lines(out: dict) -> list[str]:

@@ -5,6 +5,7 @@ import csv
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from core import CalcError, Network, Node
@@ -810,6 +811,37 @@ def test_host_scatter_by_hand():
     assert "Of the 3 " in text and "2 took more than 10 %" in text and "1 more than 20 % (up to 1.50×)" in text
     assert "that floor has a median of 13 %" in text
     assert fit._scatter_lines({"pairs": 0}) == [] and fit.host_scatter(rows[-2:]) == {"pairs": 0}
+
+
+def test_twin_scatter_by_hand():
+    """Two machines, one prediction: the same case measured on two GPUs whose predicted times are within 5 %;
+    r = the measured ratio over the predicted ratio, the floor (r − 1) / (r + 1), by batch band."""
+    fit = _fit_module()
+
+    def row(gpu, net, b, ms, src="measured-a"):
+        return {"source_id": src, "gpu": gpu, "network": net, "precision": "fp32", "pass": "inference", "batch": b,
+                "measured_s": ms / 1e3}
+    rows = [row("h100-sxm", "n1", 1, 3.0), row("h200-sxm", "n1", 1, 2.0),      # 0, 1: r = 1.5
+            row("h100-sxm", "n2", 1, 2.0), row("h200-sxm", "n2", 1, 2.08),     # 2, 3: predicted 2 and 2.08: r = 1
+            row("h100-sxm", "n3", 8, 2.0), row("h200-sxm", "n3", 8, 4.0),      # 4, 5: predicted 10 % apart
+            row("h100-sxm", "n4", 128, 4.0), row("h200-sxm", "n4", 128, 5.0),  # 6, 7: r = 1.25, band ≥ 65
+            row("h100-sxm", "n5", 1, 9.0), row("h100-sxm", "n5", 1, 1.0, "measured-b"),   # 8, 9: one GPU
+            row("h100-sxm", "n6", 1, 9.0, "published"), row("h200-sxm", "n6", 1, 1.0)]   # 10, 11: not both ours
+    pred = np.array([1.0, 1.0, 2.0, 2.08, 1.0, 1.1, 3.0, 3.0, 1.0, 1.0, 1.0, 1.0])
+    t = fit.twin_scatter(rows, pred)
+    assert t["gpus"] == ["h100-sxm", "h200-sxm"]
+    small, large = t["bands"]
+    assert small["batch"] == (1, 8) and small["pairs"] == 2 and large["batch"] == (65, None) and large["pairs"] == 1
+    # batch 1–8: r = 3 / 2 = 1.5 (floor 0.5 / 2.5 = 0.2) and (2 / 2.08) / (2 / 2.08) = 1 (floor 0); medians 1.25, 0.1
+    assert small["ratio"][0] == pytest.approx(1.25) and small["floor"][0] == pytest.approx(0.1)
+    # p90 of two values by linear interpolation: 1 + 0.9 · 0.5 = 1.45; 0.9 · 0.2 = 0.18
+    assert small["ratio"][1] == pytest.approx(1.45) and small["floor"][1] == pytest.approx(0.18)
+    # batch 128: r = 5 / 4 = 1.25, floor 0.25 / 2.25 = 0.1111
+    assert large["ratio"][0] == pytest.approx(1.25) and large["floor"][0] == pytest.approx(0.25 / 2.25)
+    text = "\n".join(fit._twin_lines(t))
+    assert "h100-sxm and h200-sxm" in text and "| 1–8 | 2 | 1.25× / 1.45× | 10 % / 18 % |" in text
+    assert "| ≥ 65 | 1 | 1.25× / 1.25× | 11 % / 11 % |" in text
+    assert fit._twin_lines(fit.twin_scatter(rows[8:], pred[8:])) == []
 
 
 def test_errors_by_batch_by_hand():
