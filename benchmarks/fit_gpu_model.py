@@ -378,7 +378,10 @@ def features(rows: list[dict]) -> dict:
             # screening (dwl32): a channels-last depthwise conv's weight gradient on 4-byte activations (cuDNN's
             # NHWC kernel, 1.2–12× PyTorch's NCHW one on an H200 in fp32)
             cols["dwl32"].append(int(dwb and w.weight_grad and node.name in dw_last[r["network"]]))
-            cuda_core = cuda_core or dwb
+            # a dense conv over ≤ 4 channels (a network's first) in a tensor-core precision: its kernels on CUDA
+            # cores at the class's efficiency, no tensor-core factor (gpu_model.stem_conv)
+            cuda_core = cuda_core or dwb or bool(tc and node is not None and kind != "cast" and
+                                                 gpu_model.stem_conv(node))
             cols["tc"].append(0 if cuda_core else tc)
             cols["bwd"].append(int(w.backward))
             cols["wgrad"].append(int(kind == "wgrad"))

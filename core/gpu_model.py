@@ -68,6 +68,12 @@ Every factor but the wave efficiency is a named parameter, fitted per GPU archit
   NHWC weight gradient took 1.2–12× PyTorch's, and stays at ``depthwise_backward`` (ConvNeXt's fp32 and TF32
   training steps still come out too fast).
 
+* A conv over at most 4 input channels (``stem_conv``: a network's first, on the image) runs on CUDA cores in
+  TF32, fp16, bf16 and mixed precision: at the conv efficiency of the fp32 peak, no tensor-core factor (cuDNN's
+  tensor-core kernels take channels in multiples of 4 or 8). With the tensor-core factor, this project's H100 and
+  H200 rows had AlexNet's and ResNet-18's half-precision passes at batch ≥ 128 a median 0.71× and 0.74× their
+  measured time (docs/benchmarks.md, tried 53).
+
 Generations are the devices' ``architecture`` values; Ampere is two: ``ampere`` (GA10x: RTX 30, A10, A40, RTX A6000)
 and ``ampere-ga100`` (A100), fitted apart because GA100's tensor cores do twice the work per SM (held-out error with
 one Ampere set, same rows and fit: LOSO median / p90 21.4 % / 49.2 %, LOGO 20.4 % / 49.4 %; split: 19.5 % / 47.9 %,
@@ -263,6 +269,17 @@ def cuda_core_backward(lw, compiled, activation: int) -> bool:
         activation == 2 and lw.node.name in channels_last_inputs(compiled))
 
 
+STEM_CHANNELS = 4
+
+
+def stem_conv(node) -> bool:
+    """A dense convolution over at most ``STEM_CHANNELS`` input channels: a network's first, on the image's 3. cuDNN's
+    tensor-core kernels take channels in multiples of 8 (fp16, bf16) or 4 (TF32), so in those precisions such a
+    conv's kernels (forward, input and weight gradients) run on CUDA cores: at its class's efficiency of the
+    CUDA-core peak (``Estimate.cuda_core_peak``), without the tensor-core factor (``Work.stem``)."""
+    return node.op == "conv2d" and node.attrs.get("groups", 1) == 1 and node.in_shapes[0][0] <= STEM_CHANNELS
+
+
 def on_cuda_cores(w: "Work", p: dict) -> bool:
     """A depthwise conv's backward kernel (input or weight gradient; ``cuda_core_backward``), where the parameters
     have ``depthwise_backward``: it runs at that share of the CUDA-core peak (``Estimate.cuda_core_peak``), not the
@@ -284,7 +301,7 @@ def efficiency(w: "Work", compute: str, p: dict, sm_count: int | None) -> float:
         return p["depthwise_backward"] * wave_efficiency(w.tiles, sm_count)
     cls = compute_class(w.work_class)
     eff = p[cls] if cls else 1.0
-    if compute in TENSOR_FACTOR:
+    if compute in TENSOR_FACTOR and not w.stem:       # a stem conv: no tensor-core kernel (``stem_conv``)
         eff *= p[TENSOR_FACTOR[compute]]
     if w.backward:
         # a parameter set without ``backward_weight`` (written before the split) uses ``backward`` for both
@@ -295,7 +312,7 @@ def efficiency(w: "Work", compute: str, p: dict, sm_count: int | None) -> float:
 def compute_s(w: "Work", e: "Estimate") -> float:
     if not w.flops:
         return 0.0
-    peak = e.cuda_core_peak if on_cuda_cores(w, e.model_params) else e.peak
+    peak = e.cuda_core_peak if w.stem or on_cuda_cores(w, e.model_params) else e.peak
     return w.flops / (peak * efficiency(w, e.precision.compute, e.model_params, e.device.sm_count))
 
 
@@ -358,7 +375,8 @@ def kernel_seconds(k, peak: float, bandwidth: float, p: dict, compute: str, sm_c
     The same formulas as the functions above, each operation in the same order, so every time equals the
     per-``Work`` path's to the last bit (IEEE operations on the same operands). ``overhead`` False: CUDA Graphs (no
     overhead term). ``train``: the forward kernels are a training step's (under autograd, as the backward's are).
-    ``core_peak``: the CUDA-core peak of the kernels ``k.cuda_core`` marks (a depthwise conv's backward).
+    ``core_peak``: the CUDA-core peak of the kernels ``k.cuda_core`` (a depthwise conv's backward) and ``k.stem``
+    (``stem_conv``) mark.
     ``k.blocks``: a one-block-per-channel kernel's blocks (``channel_blocks``), in the forward's entries the
     training step's (used only where ``train``); ``cycles`` (``sm_cycles``) and ``activation`` (bytes an element):
     its SM rate where the parameters have ``sm_rate``.
@@ -367,8 +385,8 @@ def kernel_seconds(k, peak: float, bandwidth: float, p: dict, compute: str, sm_c
 
     # efficiency(): class × tensor-core factor × backward factor × wave (a factor of 1.0 leaves a float unchanged)
     eff = np.array([p[c] for c in COMPUTE_CLASSES] + [1.0])[k.work_class]
-    if compute in TENSOR_FACTOR:
-        eff = eff * p[TENSOR_FACTOR[compute]]
+    if compute in TENSOR_FACTOR:            # a stem conv's kernels without it (× 1.0 leaves a float unchanged)
+        eff = eff * np.where(k.stem, 1.0, p[TENSOR_FACTOR[compute]])
     eff = eff * np.array([1.0, p["backward"], p.get("backward_weight", p["backward"])])[k.kind]
     cuda = k.cuda_core & ("depthwise_backward" in p)       # on_cuda_cores(): only where the parameters have it
     if cuda.any():
@@ -383,7 +401,8 @@ def kernel_seconds(k, peak: float, bandwidth: float, p: dict, compute: str, sm_c
                 np.array([p.get("library_overhead", 1.0)] * len(COMPUTE_CLASSES) + [1.0])[k.work_class]
             graded = np.ones_like(k.kind, dtype=bool) if train else k.kind > 0
             ov = np.where(graded, ov * p.get("autograd_overhead", 1.0), ov)
-        peaks = np.where(cuda, np.nan if core_peak is None else core_peak, peak) if cuda.any() else peak
+        core = cuda | k.stem        # compute_s(): the CUDA-core peak for both kinds
+        peaks = np.where(core, np.nan if core_peak is None else core_peak, peak) if core.any() else peak
         # memory_s(): × channel_fill(blocks) of a one-block-per-channel kernel; an inference forward has none
         blocks = k.blocks if train else np.where(k.kind > 0, k.blocks, 0.0)
         fill = np.where(blocks > 0, np.minimum(blocks / sm_count, 1.0), 1.0) if sm_count else 1.0

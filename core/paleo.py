@@ -237,6 +237,7 @@ class Work:
     cast: bool = False           # mixed precision's cast of a layer's parameters or their gradients (predicted)
     blocks: int = 0              # thread blocks of a one-block-per-channel kernel (predicted: the SMs it fills)
     cuda_core: bool = False      # a depthwise conv's backward on CUDA cores (predicted: gpu_model.cuda_core_backward)
+    stem: bool = False           # a conv over ≤ 4 channels in a tensor-core precision (predicted: gpu_model.stem_conv)
 
 
 @dataclass(frozen=True)
@@ -375,7 +376,7 @@ class Kernels:
     (``gpu_model.cuda_core_backward``; ``on_cuda_cores`` where the parameters have ``depthwise_backward``);
     ``blocks``: a one-block-per-channel kernel's thread blocks
     (``gpu_model.channel_blocks``; a forward entry holds the training step's, which an inference pass leaves
-    out), 0 elsewhere."""
+    out), 0 elsewhere; ``stem``: a kernel of a conv over ≤ 4 channels in a tensor-core precision (``Work.stem``)."""
 
     flops: Any
     bytes: Any
@@ -385,6 +386,7 @@ class Kernels:
     kind: Any
     cuda_core: Any
     blocks: Any
+    stem: Any
 
 
 @dataclass(frozen=True)
@@ -453,7 +455,8 @@ def predicted_work(compiled: Compiled, fused: bool, batch: int, precision: Preci
     act, wt = p.activation, p.weight
     layers = _predicted_layers(compiled, fused, p.compute)
     L, none = len(layers), len(gpu_model.COMPUTE_CLASSES)
-    empty = (0, 0, 0, 0, none, 1, 0, 0)
+    empty = (0, 0, 0, 0, none, 1, 0, 0, 0)
+    tensor = p.compute in gpu_model.TENSOR_FACTOR
     fwd, first, second, fcast, bcast, rows, algorithms = [], [], [], [], [], [], []
     for i, (lw, wino, alg, cls, split) in enumerate(layers):
         node, f, b = lw.node, lw.forward, lw.backward
@@ -467,33 +470,35 @@ def predicted_work(compiled: Compiled, fused: bool, batch: int, precision: Preci
         tiles = gpu_model.layer_tiles(node, n) if node.rule.gemm else 0
         fbytes = (f.act * act + f.xbytes) * n + f.weights * wt
         blocks = gpu_model.channel_blocks(node, lw.work_class, "backward")   # a training step's forward's too
-        fwd.append((ffl, fbytes, f.calls, tiles, cls, 0, 0, blocks))
+        stem = int(tensor and gpu_model.stem_conv(node))      # Work.stem: every kernel of the layer but its casts
+        fwd.append((ffl, fbytes, f.calls, tiles, cls, 0, 0, blocks, stem))
         fk, bk = [(i, ffl, fbytes)], []
         dw = int(gpu_model.cuda_core_backward(lw, compiled, act))   # its backward kernels: on_cuda_cores
         if not (bfl and split):
-            first.append((bfl, (b.act * act + b.xbytes) * n + b.weights * wt, b.calls, tiles, cls, 1, dw, blocks))
+            first.append((bfl, (b.act * act + b.xbytes) * n + b.weights * wt, b.calls, tiles, cls, 1, dw, blocks,
+                          stem))
             second.append(empty)
             bk.append((L + i, first[-1][0], first[-1][1]))
         else:                       # _layer_parts: the weight gradient, and the input gradient where it has FLOPs
             wfl = bfl * node.bwd_weight_flops / b.flops
-            wgrad = (wfl, split[0] * act * n + node.params.trainable * wt, 1, tiles, cls, 2, dw, blocks)
+            wgrad = (wfl, split[0] * act * n + node.params.trainable * wt, 1, tiles, cls, 2, dw, blocks, stem)
             if bfl - wfl <= 0:
                 first.append(wgrad)
                 second.append(empty)
                 bk.append((L + i, wgrad[0], wgrad[1]))
             else:
                 first.append((bfl - wfl, split[1] * act * n + split[2] * wt, 1, gpu_model.dgrad_tiles(node, n),
-                              cls, 1, dw, blocks))
+                              cls, 1, dw, blocks, stem))
                 second.append(wgrad)
                 bk += [(L + i, first[-1][0], first[-1][1]), (2 * L + i, wgrad[0], wgrad[1])]
         for casts, kernels, which, index in ((fcast, fk, "forward", 3 * L + i), (bcast, bk, "backward", 4 * L + i)):
             c = cast_work(lw, p, which)
-            casts.append((0, c.bytes, c.calls, 0, none, int(which == "backward"), 0, 0) if c else empty)
+            casts.append((0, c.bytes, c.calls, 0, none, int(which == "backward"), 0, 0, 0) if c else empty)
             if c:
                 kernels.append((index, 0, c.bytes))
         frow = _kernel_row(fk)
         rows.append((*frow[:2], *_kernel_row(bk), frow[2]))
-    cols = list(zip(*(fwd + first + second + fcast + bcast))) or [()] * 8
+    cols = list(zip(*(fwd + first + second + fcast + bcast))) or [()] * 9
     try:
         arrays = [np.array(c, dtype=np.float64) for c in cols]
     except OverflowError:           # an integer beyond a float
@@ -503,7 +508,7 @@ def predicted_work(compiled: Compiled, fused: bool, batch: int, precision: Preci
     totals = {"forward": (_add_all(r[0] for r in rows), _add_all(r[1] for r in rows)),
               "backward": (_add_all(r[2] for r in rows), _add_all(r[3] for r in rows))}
     return PredictedWork(Kernels(*arrays[:4], arrays[4].astype(np.intp), arrays[5].astype(np.intp),
-                                 arrays[6].astype(bool), arrays[7]), L,
+                                 arrays[6].astype(bool), arrays[7], arrays[8].astype(bool)), L,
                          tuple(rows), totals, tuple(algorithms))
 
 
@@ -1011,7 +1016,8 @@ class Estimate:
             w = Work(w.work_class, w.flops, w.bytes, w.fresh_bytes, w.calls,      # (replace() costs 3× more)
                      gpu_model.layer_tiles(node, n), which == "backward", train=which == "train_forward",
                      blocks=gpu_model.channel_blocks(node, lw.work_class, which),
-                     cuda_core=which == "backward" and gpu_model.cuda_core_backward(lw, compiled, p.activation))
+                     cuda_core=which == "backward" and gpu_model.cuda_core_backward(lw, compiled, p.activation),
+                     stem=p.compute in gpu_model.TENSOR_FACTOR and gpu_model.stem_conv(node))
             cast = cast_work(lw, p, which)
             if which != "backward" or not (w.flops and node.bwd_weight_flops
                                            and gpu_model.compute_class(lw.work_class)):
@@ -1154,12 +1160,15 @@ class Estimate:
     @cached_property
     def cuda_core_peak(self) -> float:
         """The predicted variant's peak for kernels on CUDA cores (``gpu_model.on_cuda_cores``: a depthwise conv's
-        backward): the device's fp32 peak (fp64's for fp64). Asked only of a network that has such a kernel; a
-        device without that peak is an error naming the figure."""
+        backward; ``gpu_model.stem_conv``: a conv over ≤ 4 channels in a tensor-core precision): the device's fp32
+        peak (fp64's for fp64). Asked only of a network that has such a kernel; a device without that peak is an
+        error naming the figure."""
         field = gpu_model.cuda_core_precision(self.precision.compute)
         peak = self.device.peak_flops.get(field)
         if peak is None:
-            raise DeviceError(f"a depthwise convolution's backward runs on CUDA cores at the {field} peak, and "
+            raise DeviceError(f"kernels on CUDA cores (a depthwise convolution's backward, a convolution over at "
+                              f"most {gpu_model.STEM_CHANNELS} channels in {self.precision.compute}) run at the "
+                              f"{field} peak, and "
                               f"{self.device.name} has none (it has {', '.join(self.device.precisions)})",
                               node=self.device.id, field=f"peak_flops.{field}", value=None)
         _check_rate(peak, self.device, f"peak_flops.{field}")
@@ -1177,7 +1186,7 @@ class Estimate:
             return None
         args = (work.kernels, self.peak, self.bandwidth, self.model_params, self.precision.compute,
                 self.device.sm_count, self._has("overhead"))
-        core = self.cuda_core_peak if work.kernels.cuda_core.any() and \
+        core = self.cuda_core_peak if work.kernels.stem.any() or work.kernels.cuda_core.any() and \
             "depthwise_backward" in self.model_params else None
         rate = {"core_peak": core, "cycles": gpu_model.sm_cycles(self.device), "activation": self.precision.activation}
         seconds = gpu_model.kernel_seconds(*args, **rate)

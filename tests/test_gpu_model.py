@@ -2,6 +2,7 @@
 wave quantisation, the fitted parameter file, and the errors a device without fitted parameters gets (issue 13)."""
 
 import csv
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -420,6 +421,56 @@ def test_the_layout_of_an_elementwise_op_is_its_first_full_size_operands():
     assert last == {"cl_first", "after_scale", "after_cl", "after_back", "norm_cl"}
 
 
+def stem_net(channels: int) -> Network:
+    return Network.make("stem", {"x": (channels, 8, 8)}, [
+        Node.make("conv", "conv2d", "x", out_channels=8, kernel_size=3, stride=2, padding=1, bias=False)])
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16", "mixed", "tf32", "fp32"])
+def test_a_stem_conv_runs_on_cuda_cores_by_hand(toy_params, dtype):
+    """``gpu_model.stem_conv``: a dense conv over ≤ 4 input channels (a network's first, on the image) runs its
+    kernels at the conv class's efficiency of the CUDA-core (fp32) peak, without the tensor-core factor, in the
+    tensor-core precisions; over 8 channels, or in fp32, the rule is the class's. Both paths (per work and arrays)."""
+    dev = replace(TOY, peak_flops={"fp32": 1e9, "fp16": 4e9, "bf16": 4e9, "tf32": 2e9})
+    e = estimate(stem_net(3), dev, batch_size=2, dtype=dtype, variant="predicted")
+    tensor = dtype != "fp32"
+    fwd = e._layer_parts("forward")[0][0]
+    assert fwd.stem == tensor and gm.stem_conv(e.report.compiled.nodes[-1])
+    # the input needs no gradient: the backward is the weight gradient alone, marked too
+    assert [w.stem for w in e._layer_parts("backward")[0] if not w.cast] == [tensor]
+    assert e._predicted.work.kernels.stem.sum() == (2 if tensor else 0)        # the forward and the weight gradient
+    # conv (stride 2, no Winograd): 8 × 4 × 4 = 128 outputs × 27 MACs × 2 = 6,912 FLOPs per sample, batch 2: 13,824
+    # tiles: ⌈2·16 / 128⌉ × ⌈8 / 128⌉ = 1 → wave 1 / 10 = 0.1
+    # stem: 13,824 / (1e9 fp32 peak × 0.5 conv × 0.1) = 13,824 / 5e7 = 2.7648e-4 s in every precision (fp32: the
+    # class's rule is the same)
+    assert e.layer_times[0].forward.compute_s == pytest.approx(2.7648e-4)
+    assert gm.compute_s(fwd, e) == pytest.approx(2.7648e-4)
+    # over 8 channels the class's rule: fp16 0.5 conv × 0.5 tensor × 0.1 wave of 4e9 = 1e8 FLOP/s; 8 × 9 MACs × 2
+    # = 144 FLOPs an output, × 128 × 2 = 36,864 FLOPs → 3.6864e-4 s; tf32 0.5 × 0.5 × 0.1 × 2e9 = 5e7 and fp32
+    # 0.5 × 0.1 × 1e9 = 5e7 → 7.3728e-4 s
+    wide = estimate(stem_net(8), dev, batch_size=2, dtype=dtype, variant="predicted")
+    assert not wide._layer_parts("forward")[0][0].stem and wide._predicted.work.kernels.stem.sum() == 0
+    expected = {"tf32": 36_864 / 5e7, "fp32": 36_864 / 5e7}.get(dtype, 36_864 / 1e8)
+    assert wide.layer_times[0].forward.compute_s == pytest.approx(expected)
+    # the array path equals the per-work path to the bit
+    per_work = e._layer_times_by_work()
+    assert [lt.forward.total_s for lt in per_work] == [lt.forward.total_s for lt in e.layer_times]
+    assert [lt.backward.total_s for lt in per_work] == [lt.backward.total_s for lt in e.layer_times]
+
+
+def test_resnet18_has_one_stem_conv():
+    """torchvision's ResNet-18: conv1 (3 input channels) is the one stem conv; its forward and weight gradient are
+    the kernels marked in bf16, none in fp32."""
+    from core import zoo
+    from core.graph import compile_network
+    c = compile_network(zoo.get("resnet18"))
+    assert [n.name for n in c.nodes if gm.stem_conv(n)] == ["conv1"]
+    from core.paleo import predicted_work
+    from core.precision import precision
+    assert predicted_work(c, False, 8, precision("bf16")).kernels.stem.sum() == 2
+    assert predicted_work(c, False, 8, precision("fp32")).kernels.stem.sum() == 0
+
+
 def test_a_depthwise_backward_needs_the_cuda_core_peak(monkeypatch):
     """A device without an fp32 peak cannot time a depthwise conv's backward: a DeviceError names the figure and
     what the device has; a network without a depthwise conv does not need it."""
@@ -430,8 +481,9 @@ def test_a_depthwise_backward_needs_the_cuda_core_peak(monkeypatch):
                        source="hand-made for tests", note="", architecture="volta", sm_count=10)
     assert estimate(two_layer(), half_only, batch_size=2, dtype="fp16", variant="predicted").totals["training_step_s"]
     e = estimate(depthwise_net(), half_only, batch_size=2, dtype="fp16", variant="predicted")
-    with pytest.raises(CalcError, match="depthwise convolution's backward runs on CUDA cores at the fp32 peak, "
-                                        "and Half GPU has none") as err:
+    with pytest.raises(CalcError, match=r"kernels on CUDA cores \(a depthwise convolution's backward, a convolution "
+                                        r"over at most 4 channels in fp16\) run at the fp32 peak, and Half GPU has "
+                                        "none") as err:
         _ = e.totals["training_step_s"]
     assert (err.value.node, err.value.field) == ("half-gpu", "peak_flops.fp32")
     assert gm.cuda_core_precision("fp64") == "fp64" and gm.cuda_core_precision("bf16") == "fp32"
