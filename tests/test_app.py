@@ -229,6 +229,23 @@ def test_depthwise_breakdown_names_the_cuda_core_backward():
     assert len(dw) == 17 and all(gpu_model.on_cuda_cores(w, est.model_params) for w in parts)
 
 
+def test_predicted_notes_name_the_stem_conv():
+    """The breakdown caption names a network's stem conv (3 input channels) where it runs on CUDA cores: in the
+    tensor-core precisions of a predicted estimate, not in fp32."""
+    from core.api import estimate
+    from ui.text import predicted_notes
+    for dtype, named in (("bf16", True), ("mixed", True), ("tf32", True), ("fp32", False)):
+        est = estimate(core.zoo.get("resnet18"), "h100-sxm", batch_size=8, dtype=dtype)
+        assert est.variant == "predicted"
+        text = predicted_notes(est)
+        assert ("The convolution conv1, over 3 input channels, runs on CUDA cores" in text) == named, dtype
+    # every kernel of the one it names runs at the CUDA-core peak: no tensor-core factor in its efficiency
+    est = estimate(core.zoo.get("resnet18"), "h100-sxm", batch_size=8, dtype="bf16")
+    names = [lw.node.name for lw in est.work.layers]
+    fwd = est._layer_parts("forward")
+    assert fwd[names.index("conv1")][0].stem and not fwd[names.index("layer1.0.conv1")][0].stem   # 64 channels
+
+
 def test_markdown_report_holds_totals_and_rows():
     from ui.text import markdown_report
     md = markdown_report(core.analyze("mnist_cnn"))

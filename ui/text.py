@@ -80,7 +80,23 @@ def predicted_notes(est) -> str:
                  "mixed precision).")
     has_depthwise = "depthwise_backward" in est.model_params and any(
         lw.work_class == gpu_model.CUDA_CORE_BACKWARD for lw in est.work.layers)
-    return (mixed if est.precision.master else "") + (depthwise if has_depthwise else "") + batch_norm_note(est)
+    stems = [lw.node for lw in est.work.layers if gpu_model.stem_conv(lw.node)] \
+        if est.precision.compute in gpu_model.TENSOR_FACTOR else []
+    channels = sorted({n.in_shapes[0][0] for n in stems})
+    stem = (f" {_names([n.name for n in stems])}, over {' or '.join(map(str, channels))} input channel"
+            f"{'' if channels == [1] else 's'}, {'runs' if len(stems) == 1 else 'run'} on CUDA cores (cuDNN's "
+            f"tensor-core kernels take channels in multiples of 4 or 8): at the conv efficiency of the fp32 peak, no "
+            f"tensor-core factor (fitted: "
+            f"docs/benchmarks.md, tried 53).") if stems else ""
+    return (mixed if est.precision.master else "") + stem + (depthwise if has_depthwise else "") + \
+        batch_norm_note(est)
+
+
+def _names(names: list[str]) -> str:
+    """"The convolution conv1", "The convolutions a, b and c"."""
+    if len(names) == 1:
+        return f"The convolution {names[0]}"
+    return f"The convolutions {', '.join(names[:-1])} and {names[-1]}"
 
 def markdown_report(report: core.Report, est=None) -> str:
     """The current analysis as a Markdown document: settings, totals, PALEO and roofline, the per-layer table."""
