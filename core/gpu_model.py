@@ -68,7 +68,7 @@ Every factor but the wave efficiency is a named parameter, fitted per GPU archit
   NHWC weight gradient took 1.2–12× PyTorch's, and stays at ``depthwise_backward`` (ConvNeXt's fp32 and TF32
   training steps still come out too fast).
 
-* A conv over at most 4 input channels (``stem_conv``: a network's first, on the image) runs on CUDA cores in
+* A conv over at most 3 input channels (``stem_conv``: a network's first, on the image) runs on CUDA cores in
   TF32, fp16, bf16 and mixed precision: at the conv efficiency of the fp32 peak, no tensor-core factor (cuDNN's
   tensor-core kernels take channels in multiples of 4 or 8). With the tensor-core factor, this project's H100 and
   H200 rows had AlexNet's and ResNet-18's half-precision passes at batch ≥ 128 a median 0.71× and 0.74× their
@@ -269,14 +269,16 @@ def cuda_core_backward(lw, compiled, activation: int) -> bool:
         activation == 2 and lw.node.name in channels_last_inputs(compiled))
 
 
-STEM_CHANNELS = 4
+STEM_CHANNELS = 3
 
 
 def stem_conv(node) -> bool:
-    """A dense convolution over at most ``STEM_CHANNELS`` input channels: a network's first, on the image's 3. cuDNN's
-    tensor-core kernels take channels in multiples of 8 (fp16, bf16) or 4 (TF32), so in those precisions such a
-    conv's kernels (forward, input and weight gradients) run on CUDA cores: at its class's efficiency of the
-    CUDA-core peak (``Estimate.cuda_core_peak``), without the tensor-core factor (``Work.stem``)."""
+    """A dense convolution over at most ``STEM_CHANNELS`` input channels: a network's first, on the image's 3.
+    cuDNN's tensor-core kernels take channels in multiples of 8 (fp16, bf16) or 4 (TF32, and a 4-channel first
+    layer in fp16), so in those precisions such a conv's kernels (forward, input and weight gradients) run on CUDA
+    cores: at its class's efficiency of the CUDA-core peak (``Estimate.cuda_core_peak``), without the tensor-core
+    factor (``Work.stem``; a device without that peak keeps the tensor-core rule). Fitted with 4 as the bound; its
+    one 4-channel conv (an EfficientNet-B0 squeeze-excitation layer on 1×1 pixels) is launch-bound."""
     return node.op == "conv2d" and node.attrs.get("groups", 1) == 1 and node.in_shapes[0][0] <= STEM_CHANNELS
 
 

@@ -237,7 +237,7 @@ class Work:
     cast: bool = False           # mixed precision's cast of a layer's parameters or their gradients (predicted)
     blocks: int = 0              # thread blocks of a one-block-per-channel kernel (predicted: the SMs it fills)
     cuda_core: bool = False      # a depthwise conv's backward on CUDA cores (predicted: gpu_model.cuda_core_backward)
-    stem: bool = False           # a conv over ≤ 4 channels in a tensor-core precision (predicted: gpu_model.stem_conv)
+    stem: bool = False           # a conv over ≤ 3 channels on CUDA cores (predicted: Estimate._stem_on_cuda_cores)
 
 
 @dataclass(frozen=True)
@@ -376,7 +376,8 @@ class Kernels:
     (``gpu_model.cuda_core_backward``; ``on_cuda_cores`` where the parameters have ``depthwise_backward``);
     ``blocks``: a one-block-per-channel kernel's thread blocks
     (``gpu_model.channel_blocks``; a forward entry holds the training step's, which an inference pass leaves
-    out), 0 elsewhere; ``stem``: a kernel of a conv over ≤ 4 channels in a tensor-core precision (``Work.stem``)."""
+    out), 0 elsewhere; ``stem``: a kernel of a conv over ≤ 3 channels in a tensor-core precision (``Work.stem``;
+    ``Estimate._predicted`` clears it on a device without the CUDA-core peak)."""
 
     flops: Any
     bytes: Any
@@ -1017,7 +1018,7 @@ class Estimate:
                      gpu_model.layer_tiles(node, n), which == "backward", train=which == "train_forward",
                      blocks=gpu_model.channel_blocks(node, lw.work_class, which),
                      cuda_core=which == "backward" and gpu_model.cuda_core_backward(lw, compiled, p.activation),
-                     stem=p.compute in gpu_model.TENSOR_FACTOR and gpu_model.stem_conv(node))
+                     stem=self._stem_on_cuda_cores and gpu_model.stem_conv(node))
             cast = cast_work(lw, p, which)
             if which != "backward" or not (w.flops and node.bwd_weight_flops
                                            and gpu_model.compute_class(lw.work_class)):
@@ -1160,19 +1161,25 @@ class Estimate:
     @cached_property
     def cuda_core_peak(self) -> float:
         """The predicted variant's peak for kernels on CUDA cores (``gpu_model.on_cuda_cores``: a depthwise conv's
-        backward; ``gpu_model.stem_conv``: a conv over ≤ 4 channels in a tensor-core precision): the device's fp32
-        peak (fp64's for fp64). Asked only of a network that has such a kernel; a device without that peak is an
-        error naming the figure."""
+        backward; ``gpu_model.stem_conv``: a conv over ≤ 3 channels in a tensor-core precision, where the device
+        has this peak, ``_stem_on_cuda_cores``): the device's fp32 peak (fp64's for fp64). Asked only of a network
+        that has such a kernel; a device without that peak is an error naming the figure."""
         field = gpu_model.cuda_core_precision(self.precision.compute)
         peak = self.device.peak_flops.get(field)
         if peak is None:
-            raise DeviceError(f"kernels on CUDA cores (a depthwise convolution's backward, a convolution over at "
-                              f"most {gpu_model.STEM_CHANNELS} channels in {self.precision.compute}) run at the "
-                              f"{field} peak, and "
+            raise DeviceError(f"a depthwise convolution's backward runs on CUDA cores at the {field} peak, and "
                               f"{self.device.name} has none (it has {', '.join(self.device.precisions)})",
                               node=self.device.id, field=f"peak_flops.{field}", value=None)
         _check_rate(peak, self.device, f"peak_flops.{field}")
         return peak
+
+    @cached_property
+    def _stem_on_cuda_cores(self) -> bool:
+        """Whether a stem conv's kernels (``gpu_model.stem_conv``) run on CUDA cores here: in a tensor-core
+        precision, on a device with the CUDA-core peak. A device with only half-precision peaks (one a user
+        describes) keeps the tensor-core rule for them."""
+        return self.precision.compute in gpu_model.TENSOR_FACTOR and \
+            gpu_model.cuda_core_precision(self.precision.compute) in self.device.peak_flops
 
     @cached_property
     def _predicted(self) -> PredictedTimes | None:
@@ -1184,9 +1191,12 @@ class Estimate:
         work = predicted_work(self.report.compiled, self.fused, self.report.batch_size, self.precision)
         if work is None:
             return None
-        args = (work.kernels, self.peak, self.bandwidth, self.model_params, self.precision.compute,
+        kernels = work.kernels
+        if kernels.stem.any() and not self._stem_on_cuda_cores:     # no CUDA-core peak: the tensor-core rule
+            kernels = replace(kernels, stem=kernels.stem & False)
+        args = (kernels, self.peak, self.bandwidth, self.model_params, self.precision.compute,
                 self.device.sm_count, self._has("overhead"))
-        core = self.cuda_core_peak if work.kernels.stem.any() or work.kernels.cuda_core.any() and \
+        core = self.cuda_core_peak if kernels.stem.any() or kernels.cuda_core.any() and \
             "depthwise_backward" in self.model_params else None
         rate = {"core_peak": core, "cycles": gpu_model.sm_cycles(self.device), "activation": self.precision.activation}
         seconds = gpu_model.kernel_seconds(*args, **rate)

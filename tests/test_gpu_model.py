@@ -431,7 +431,7 @@ def test_a_stem_conv_runs_on_cuda_cores_by_hand(toy_params, dtype):
     """``gpu_model.stem_conv``: a dense conv over ≤ 4 input channels (a network's first, on the image) runs its
     kernels at the conv class's efficiency of the CUDA-core (fp32) peak, without the tensor-core factor, in the
     tensor-core precisions; over 8 channels, or in fp32, the rule is the class's. Both paths (per work and arrays)."""
-    dev = replace(TOY, peak_flops={"fp32": 1e9, "fp16": 4e9, "bf16": 4e9, "tf32": 2e9})
+    dev = replace(TOY, peak_flops={"fp32": 1e9, "fp16": 4e9, "bf16": 4e9, "tf32": 3e9})
     e = estimate(stem_net(3), dev, batch_size=2, dtype=dtype, variant="predicted")
     tensor = dtype != "fp32"
     fwd = e._layer_parts("forward")[0][0]
@@ -446,16 +446,40 @@ def test_a_stem_conv_runs_on_cuda_cores_by_hand(toy_params, dtype):
     assert e.layer_times[0].forward.compute_s == pytest.approx(2.7648e-4)
     assert gm.compute_s(fwd, e) == pytest.approx(2.7648e-4)
     # over 8 channels the class's rule: fp16 0.5 conv × 0.5 tensor × 0.1 wave of 4e9 = 1e8 FLOP/s; 8 × 9 MACs × 2
-    # = 144 FLOPs an output, × 128 × 2 = 36,864 FLOPs → 3.6864e-4 s; tf32 0.5 × 0.5 × 0.1 × 2e9 = 5e7 and fp32
-    # 0.5 × 0.1 × 1e9 = 5e7 → 7.3728e-4 s
+    # = 144 FLOPs an output, × 128 × 2 = 36,864 FLOPs → 3.6864e-4 s; tf32 0.5 × 0.5 × 0.1 × 3e9 = 7.5e7 →
+    # 4.9152e-4 s; fp32 0.5 × 0.1 × 1e9 = 5e7 → 7.3728e-4 s
     wide = estimate(stem_net(8), dev, batch_size=2, dtype=dtype, variant="predicted")
     assert not wide._layer_parts("forward")[0][0].stem and wide._predicted.work.kernels.stem.sum() == 0
-    expected = {"tf32": 36_864 / 5e7, "fp32": 36_864 / 5e7}.get(dtype, 36_864 / 1e8)
+    expected = {"tf32": 36_864 / 7.5e7, "fp32": 36_864 / 5e7}.get(dtype, 36_864 / 1e8)
     assert wide.layer_times[0].forward.compute_s == pytest.approx(expected)
+    # 4 channels: cuDNN has tensor-core kernels for them (TF32, and a 4-channel first layer in fp16): not a stem
+    assert not estimate(stem_net(4), dev, batch_size=2, dtype=dtype, variant="predicted")._layer_parts(
+        "forward")[0][0].stem
     # the array path equals the per-work path to the bit
     per_work = e._layer_times_by_work()
     assert [lt.forward.total_s for lt in per_work] == [lt.forward.total_s for lt in e.layer_times]
     assert [lt.backward.total_s for lt in per_work] == [lt.backward.total_s for lt in e.layer_times]
+
+
+def test_a_stem_conv_inside_a_network_has_its_input_gradient_on_cuda_cores(toy_params):
+    """A 3-channel conv after another layer: its input gradient is a kernel too, on CUDA cores as its weight
+    gradient is; both paths to the bit."""
+    dev = replace(TOY, peak_flops={"fp32": 1e9, "bf16": 4e9})
+    net = Network.make("mid", {"x": (8, 8, 8)}, [
+        Node.make("a", "conv2d", "x", out_channels=3, kernel_size=1, bias=False),
+        Node.make("b", "conv2d", "a", out_channels=8, kernel_size=3, stride=2, padding=1, bias=False)])
+    e = estimate(net, dev, batch_size=2, dtype="bf16", variant="predicted")
+    dgrad, wgrad = e._layer_parts("backward")[1]
+    assert dgrad.stem and wgrad.stem and wgrad.weight_grad and not e._layer_parts("forward")[0][0].stem
+    # b: 13,824 FLOPs a GEMM (8 × 4 × 4 outputs × 27 MACs × 2 × batch 2)
+    # dgrad: tiles ⌈2·64 / 128⌉ × ⌈3 / 128⌉ = 1 → wave 0.1; 13,824 / (1e9 × 0.5 conv × 0.5 backward × 0.1) =
+    # 13,824 / 2.5e7 = 5.5296e-4 s; wgrad: × 0.25 backward_weight, tiles 1: 13,824 / 1.25e7 = 1.10592e-3 s
+    assert gm.compute_s(dgrad, e) == pytest.approx(5.5296e-4) and gm.compute_s(wgrad, e) == pytest.approx(1.10592e-3)
+    assert e.layer_times[1].backward.compute_s == pytest.approx(5.5296e-4 + 1.10592e-3)
+    assert e._predicted.work.kernels.stem.sum() == 3          # b's forward, input and weight gradients
+    per_work = e._layer_times_by_work()
+    assert [lt.backward.total_s for lt in per_work] == [lt.backward.total_s for lt in e.layer_times]
+    assert [lt.forward.total_s for lt in per_work] == [lt.forward.total_s for lt in e.layer_times]
 
 
 def test_resnet18_has_one_stem_conv():
@@ -481,12 +505,18 @@ def test_a_depthwise_backward_needs_the_cuda_core_peak(monkeypatch):
                        source="hand-made for tests", note="", architecture="volta", sm_count=10)
     assert estimate(two_layer(), half_only, batch_size=2, dtype="fp16", variant="predicted").totals["training_step_s"]
     e = estimate(depthwise_net(), half_only, batch_size=2, dtype="fp16", variant="predicted")
-    with pytest.raises(CalcError, match=r"kernels on CUDA cores \(a depthwise convolution's backward, a convolution "
-                                        r"over at most 4 channels in fp16\) run at the fp32 peak, and Half GPU has "
-                                        "none") as err:
+    with pytest.raises(CalcError, match="depthwise convolution's backward runs on CUDA cores at the fp32 peak, "
+                                        "and Half GPU has none") as err:
         _ = e.totals["training_step_s"]
     assert (err.value.node, err.value.field) == ("half-gpu", "peak_flops.fp32")
     assert gm.cuda_core_precision("fp64") == "fp64" and gm.cuda_core_precision("bf16") == "fp32"
+    # a stem conv does not need it: without the CUDA-core peak it keeps the tensor-core rule (a user's device)
+    for dtype in ("fp16", "mixed"):
+        e = estimate(stem_net(3), half_only, batch_size=2, dtype=dtype, variant="predicted")
+        assert not e._stem_on_cuda_cores and not any(w.stem for w in e._layer_parts("forward")[0])
+        # 13,824 FLOPs / (4e9 fp16 × 0.5 conv × 0.5 tensor × 0.1 wave) = 13,824 / 1e8 = 1.3824e-4 s
+        assert e.layer_times[0].forward.compute_s == pytest.approx(1.3824e-4)
+        assert e.totals["training_step_s"] > 0
 
 
 def test_predicted_rows_sum_to_totals():

@@ -86,8 +86,7 @@ def predicted_notes(est) -> str:
     stem = (f" {_names([n.name for n in stems])}, over {' or '.join(map(str, channels))} input channel"
             f"{'' if channels == [1] else 's'}, {'runs' if len(stems) == 1 else 'run'} on CUDA cores (cuDNN's "
             f"tensor-core kernels take channels in multiples of 4 or 8): at the conv efficiency of the fp32 peak, no "
-            f"tensor-core factor (fitted: "
-            f"docs/benchmarks.md, tried 53).") if stems else ""
+            f"tensor-core factor (docs/benchmarks.md, tried 53).") if stems else ""
     return (mixed if est.precision.master else "") + stem + (depthwise if has_depthwise else "") + \
         batch_norm_note(est)
 
