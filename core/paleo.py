@@ -237,7 +237,7 @@ class Work:
     cast: bool = False           # mixed precision's cast of a layer's parameters or their gradients (predicted)
     blocks: int = 0              # thread blocks of a one-block-per-channel kernel (predicted: the SMs it fills)
     cuda_core: bool = False      # a depthwise conv's backward on CUDA cores (predicted: gpu_model.cuda_core_backward)
-    stem: bool = False           # a conv over ≤ 3 channels on CUDA cores (predicted: Estimate._stem_on_cuda_cores)
+    stem: bool = False           # a conv over ≤ 3 channels on CUDA cores (predicted: Estimate.stem_on_cuda_cores)
 
 
 @dataclass(frozen=True)
@@ -1018,7 +1018,7 @@ class Estimate:
                      gpu_model.layer_tiles(node, n), which == "backward", train=which == "train_forward",
                      blocks=gpu_model.channel_blocks(node, lw.work_class, which),
                      cuda_core=which == "backward" and gpu_model.cuda_core_backward(lw, compiled, p.activation),
-                     stem=self._stem_on_cuda_cores and gpu_model.stem_conv(node))
+                     stem=self.stem_on_cuda_cores and gpu_model.stem_conv(node))
             cast = cast_work(lw, p, which)
             if which != "backward" or not (w.flops and node.bwd_weight_flops
                                            and gpu_model.compute_class(lw.work_class)):
@@ -1162,7 +1162,7 @@ class Estimate:
     def cuda_core_peak(self) -> float:
         """The predicted variant's peak for kernels on CUDA cores (``gpu_model.on_cuda_cores``: a depthwise conv's
         backward; ``gpu_model.stem_conv``: a conv over ≤ 3 channels in a tensor-core precision, where the device
-        has this peak, ``_stem_on_cuda_cores``): the device's fp32 peak (fp64's for fp64). Asked only of a network
+        has this peak, ``stem_on_cuda_cores``): the device's fp32 peak (fp64's for fp64). Asked only of a network
         that has such a kernel; a device without that peak is an error naming the figure."""
         field = gpu_model.cuda_core_precision(self.precision.compute)
         peak = self.device.peak_flops.get(field)
@@ -1174,7 +1174,7 @@ class Estimate:
         return peak
 
     @cached_property
-    def _stem_on_cuda_cores(self) -> bool:
+    def stem_on_cuda_cores(self) -> bool:
         """Whether a stem conv's kernels (``gpu_model.stem_conv``) run on CUDA cores here: in a tensor-core
         precision, on a device with the CUDA-core peak. A device with only half-precision peaks (one a user
         describes) keeps the tensor-core rule for them."""
@@ -1192,7 +1192,7 @@ class Estimate:
         if work is None:
             return None
         kernels = work.kernels
-        if kernels.stem.any() and not self._stem_on_cuda_cores:     # no CUDA-core peak: the tensor-core rule
+        if kernels.stem.any() and not self.stem_on_cuda_cores:     # no CUDA-core peak: the tensor-core rule
             kernels = replace(kernels, stem=kernels.stem & False)
         args = (kernels, self.peak, self.bandwidth, self.model_params, self.precision.compute,
                 self.device.sm_count, self._has("overhead"))

@@ -513,7 +513,7 @@ def test_a_depthwise_backward_needs_the_cuda_core_peak(monkeypatch):
     # a stem conv does not need it: without the CUDA-core peak it keeps the tensor-core rule (a user's device)
     for dtype in ("fp16", "mixed"):
         e = estimate(stem_net(3), half_only, batch_size=2, dtype=dtype, variant="predicted")
-        assert not e._stem_on_cuda_cores and not any(w.stem for w in e._layer_parts("forward")[0])
+        assert not e.stem_on_cuda_cores and not any(w.stem for w in e._layer_parts("forward")[0])
         # 13,824 FLOPs / (4e9 fp16 × 0.5 conv × 0.5 tensor × 0.1 wave) = 13,824 / 1e8 = 1.3824e-4 s
         assert e.layer_times[0].forward.compute_s == pytest.approx(1.3824e-4)
         assert e.totals["training_step_s"] > 0

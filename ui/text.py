@@ -80,8 +80,7 @@ def predicted_notes(est) -> str:
                  "mixed precision).")
     has_depthwise = "depthwise_backward" in est.model_params and any(
         lw.work_class == gpu_model.CUDA_CORE_BACKWARD for lw in est.work.layers)
-    stems = [lw.node for lw in est.work.layers if gpu_model.stem_conv(lw.node)] \
-        if est.precision.compute in gpu_model.TENSOR_FACTOR else []
+    stems = [lw.node for lw in est.work.layers if gpu_model.stem_conv(lw.node)] if est.stem_on_cuda_cores else []
     channels = sorted({n.in_shapes[0][0] for n in stems})
     stem = (f" {_names([n.name for n in stems])}, over {' or '.join(map(str, channels))} input channel"
             f"{'' if channels == [1] else 's'}, {'runs' if len(stems) == 1 else 'run'} on CUDA cores (cuDNN's "
