@@ -71,6 +71,7 @@ MIN_ROWS = 20
 CLASS = {"conv": 0, "grouped_conv": 1, "linear": 2}          # other classes: index 3, efficiency 1
 TC = {"tf32": 1, "fp16": 2, "bf16": 2}                       # tensor-core factor used: 0 none
 TARGET_MEDIAN, TARGET_P90 = 0.15, 0.35
+TARGET_GPU_MEDIAN = 0.25         # issue 13: each GPU's held-out median
 SMALL_BATCH = paleo.SMALL_BATCH      # batch ≤ this: the typical error quoted is the small-batch rows'
 COMPUTE_OF = {"mixed": "fp16"}           # a dataset precision → the compute precision its math runs in
 # screening switches for the "what was tried" table (GPU_EXP=queue,views,smalltile,graph,bias,cudnn,dwcuda,
@@ -673,6 +674,39 @@ def twin_scatter(rows: list[dict], pred: np.ndarray, close: float = 0.05) -> dic
     return out
 
 
+def target_checks(rows: list[dict], pred: np.ndarray, meas: np.ndarray) -> dict:
+    """Issue 13's targets, every condition it names, on the held-out predictions ``pred`` (LOSO): the median and
+    p90 of all rows, of the rows at batch 1–``SMALL_BATCH`` and of the mixed-precision rows (the issue says the
+    targets include them), and each GPU's median against ``TARGET_GPU_MEDIAN`` (the GPUs above it, with their rows
+    and sources). And where the p90's tail lies: the rows off by more than ``TARGET_P90``, by batch band (as
+    ``TWIN_BANDS``), which way (predicted too slow or too fast), published or measured by this project."""
+    e = _err(pred, meas)
+    subsets = {"all rows": np.arange(len(rows)),
+               f"batch 1–{SMALL_BATCH}": np.array([i for i, r in enumerate(rows) if r["batch"] <= SMALL_BATCH]),
+               "mixed precision": np.array([i for i, r in enumerate(rows) if r["precision"] == "mixed"])}
+    subsets = [(name, len(idx), *stats(e[idx])[:2]) for name, idx in subsets.items() if len(idx)]
+    gpus = []
+    for gpu in sorted({r["gpu"] for r in rows}):
+        idx = [i for i, r in enumerate(rows) if r["gpu"] == gpu]
+        sources = sorted({rows[i]["source_id"] for i in idx})
+        gen = rows[idx[0]]["generation"]       # its generation's rows from other sources: what a fold without
+        others = sum(r["generation"] == gen and r["source_id"] not in sources for r in rows)  # its sources keeps
+        gpus.append((gpu, len(idx), float(np.median(e[idx])), sources, gen, others))
+    over = e > TARGET_P90
+
+    def count(keep) -> tuple[int, int]:
+        idx = [i for i, r in enumerate(rows) if keep(r)]
+        return int(over[idx].sum()), len(idx)
+    bands = [(band, *count(lambda r, b=band: b[0] <= r["batch"] and (b[1] is None or r["batch"] <= b[1])))
+             for band in TWIN_BANDS]
+    return {"subsets": subsets, "gpus": gpus,
+            "gpus_over": [g for g in gpus if g[2] > TARGET_GPU_MEDIAN],
+            "tail": {"over": int(over.sum()), "rows": len(rows), "bands": bands,
+                     "slow": int((over & (pred > meas)).sum()), "fast": int((over & (pred < meas)).sum()),
+                     "published": count(lambda r: not r["source_id"].startswith("measured-")),
+                     "measured": count(lambda r: r["source_id"].startswith("measured-"))}}
+
+
 def check_against_estimate(rows: list[dict], f: dict, fitted: dict, k: int = 12) -> float:
     """Largest relative gap between the numpy prediction and Estimate(variant="predicted") over ``k`` rows spread
     over the dataset (the parameters as written to the file)."""
@@ -808,7 +842,8 @@ def summarize(rows: list[dict], skipped: dict, f: dict, res: dict, quick: bool =
         table.append(line)
     return {"rows": len(rows), "skipped": skipped, "params": doc, "table": table, "estimate_gap": gap,
             "quick": quick, "host_scatter": host_scatter(rows),
-            "twin_scatter": twin_scatter(rows, res["insample"]), "holdout": holdout(doc, _ppp(f, np.arange(f["n"]))),
+            "twin_scatter": twin_scatter(rows, res["insample"]), "targets": target_checks(rows, res["loso"][0], m),
+            "holdout": holdout(doc, _ppp(f, np.arange(f["n"]))),
             "call_cost": call_cost_by_pass(rows, f, doc["all_rows"]["library_overhead"])}
 
 
@@ -871,6 +906,7 @@ def markdown(out: dict) -> str:
              "(`core/gpu_params.json`); baseline: classic PALEO with one PPP fitted to the training rows.", "",
              f"Target (issue 13): leave-one-source-out median ≤ {TARGET_MEDIAN:.0%}, p90 ≤ {TARGET_P90:.0%}: "
              f"**{met}** (LOSO {t0['loso'][0] * 100:.1f} % / {t0['loso'][1] * 100:.1f} %).",
+             *_target_lines(out.get("targets")),
              f"An estimate is labelled with the held-out (LOSO) error of its batch band: the rows at batch 1–"
              f"{SMALL_BATCH} or above it of its GPU's generation where there are at least "
              f"{paleo.MIN_GENERATION_ROWS} of them, else its generation's rows at every batch, else all GPUs' in "
@@ -1194,6 +1230,14 @@ TRIED = (
      "also moved the host's terms: the per-call overhead 16.3 → 20.5 µs (all rows' set), library_overhead 4.24 → "
      "2.96 (GA100 5.93 → 4.21, Turing 6.67 → 4.84): the two trade against each other, so part of the gain may be "
      "their re-optimisation, not the rule"),
+    ("54. quick, as 52 (model 53's rows and features; its screen: in sample 13.77 % / 36.29 %, held out 14.01 % / "
+     "36.30 %): the fit lowers the reported error itself, the mean |predicted / measured − 1|, not the mean |log "
+     "error| (GPU_EXP=ratio, dropped after this screen: 373 of the 518 rows off by more than 35 % held out are "
+     "predicted too slow, and a too-slow row's |error| grows faster than its |log error|)", None, None,
+     "not fitted in full: 14.03 % / 34.65 %, 15.50 % / 36.70 %: in sample the p90 fell under 35 %, held out both "
+     "rose (the held-out folds: ryujaehun 14.2 % / 35.3 % → 18.1 % / 38.7 %, jcjohnson 12.5 % / 31.9 % → 14.4 % / "
+     "34.3 %; measured-h200-2026-11-27-nets3 14.0 % / 55.5 % → 15.3 % / 43.7 %, MXNet 14.9 % / 41.5 % → 13.5 % / "
+     "35.0 %): every time shifts faster, which the tail of one source wants and the others do not"),
 )
 
 
@@ -1209,7 +1253,8 @@ def _tried_lines(out: dict) -> list[str]:
         if loso is None and kept == "kept":           # a kept change without numbers: this run's
             loso, logo = t0["loso"], t0["logo"]
         pc = _pc if "quick" in name else _pc1          # a quick fit's numbers were noted to the percent
-        lines.append(f"| {name} | {pc(loso) if loso else 'n/a'} | {pc(logo) if logo else 'n/a'} | {kept} |")
+        cell = name.replace("|", "\\|"), kept.replace("|", "\\|")        # |x| in a cell: not a column
+        lines.append(f"| {cell[0]} | {pc(loso) if loso else 'n/a'} | {pc(logo) if logo else 'n/a'} | {cell[1]} |")
     return lines + ["", TRIED_NOTE]
 
 
@@ -1237,6 +1282,46 @@ def _scatter_lines(h: dict | None) -> list[str]:
                 f"rows (r = t(1) / t(8)); over the pairs above 10 % that floor has a median of "
                 f"{h['floor_median'] * 100:.0f} %. Each pair is from one session, so the state changes within a "
                 f"session; the model, fitted per generation, predicts one state."]
+
+
+def _target_lines(t: dict | None) -> list[str]:
+    """target_checks as a table and a paragraph (after the target's line); nothing without them."""
+    if not t:
+        return []
+    def yes(x: float, limit: float) -> str:
+        return "yes" if x <= limit else "no"
+    lines = ["", "Every condition the issue names, held out by source (LOSO):", "",
+             "| condition | rows | LOSO median / p90 | met (median, p90) |", "| --- | ---: | --- | --- |"]
+    for i, (name, n, med, p90) in enumerate(t["subsets"]):
+        cond = f"median ≤ {TARGET_MEDIAN:.0%}, p90 ≤ {TARGET_P90:.0%}" if i == 0 else "the same"
+        lines.append(f"| {name}: {cond} | {n} | {med * 100:.1f} % / {p90 * 100:.1f} % | "
+                     f"{yes(med, TARGET_MEDIAN)}, {yes(p90, TARGET_P90)} |")
+    over = t["gpus_over"]
+    lines.append(f"| each GPU's median ≤ {TARGET_GPU_MEDIAN:.0%} | {len(t['gpus'])} GPUs | "
+                 f"{len(t['gpus']) - len(over)} at or under | "
+                 + ("yes" if not over else f"no ({len(over)}, below)") + " |")
+    if over:
+        alone = [g for g, _n, _med, src, _gen, others in over if len(src) == 1 and not others]
+        lines += ["", f"The GPUs above {TARGET_GPU_MEDIAN:.0%}: " + "; ".join(
+            f"{g}, {n} row{'s' * (n != 1)} from {', '.join(src)}, median {med * 100:.0f} % ({gen}: {others} rows "
+            f"from other sources)" for g, n, med, src, gen, others in over) + "."
+            + (f" Held out with its source, {', '.join(alone)} had no row of {'its' if len(alone) == 1 else 'their'}"
+               f" generation left to fit, and took the set fitted to all the other rows." if alone else "")]
+    tl = t["tail"]
+    def share(over_rows: tuple[int, int]) -> str:
+        return f"{over_rows[0]} of {over_rows[1]} ({over_rows[0] / over_rows[1] * 100:.0f} %)"
+    def band(b):
+        return f"{b[0]}–{b[1]}" if b[1] is not None else f"≥ {b[0]}"
+    sources = "; ".join(f"{name}: {share(tl[key])}" for name, key in
+                        (("published rows", "published"), ("this project's measured rows", "measured")) if tl[key][1])
+    lines += ["", f"Where the p90 is lost: of all rows, {share((tl['over'], tl['rows']))} are off by more than "
+                  f"{TARGET_P90:.0%} held out, where a p90 of {TARGET_P90:.0%} allows 10 %. By batch: "
+                  + ", ".join(f"{band(b)}: {share((o, n))}" for b, o, n in tl["bands"] if n)
+                  + f". Predicted too slow: {tl['slow']}, too fast: {tl['fast']}. "
+                  + sources[:1].upper() + sources[1:]
+                  + f". At batch 1–{SMALL_BATCH} much of it is the machine's state, not a parameter: see \"Two "
+                  f"machines, one prediction\" below.", ""]
+    return lines
 
 
 def _twin_lines(t: dict | None) -> list[str]:

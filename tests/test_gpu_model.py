@@ -954,3 +954,49 @@ def test_the_fitted_files_batch_bands_cover_its_rows():
     assert set(bands["small"]) | set(bands["large"]) == set(doc["errors_by_generation"]) | {"all"}
     lo, hi = sorted((bands["small"]["all"]["median"], bands["large"]["all"]["median"]))
     assert lo <= loso["median"] <= hi
+
+
+def test_target_checks_by_hand():
+    """Every condition of issue 13's targets on held-out predictions: all rows, batch 1–8 and mixed precision
+    against the median and p90, each GPU's median against 25 %, and where the rows over 35 % lie."""
+    fit = _fit_module()
+
+    def row(gpu, gen, src, b, prec):
+        return {"gpu": gpu, "generation": gen, "source_id": src, "batch": b, "precision": prec}
+    rows = [row("A", "g1", "measured-a", 1, "fp32"),     # 0: e = 0.5, too slow
+            row("A", "g1", "measured-a", 8, "mixed"),    # 1: e = 0.1
+            row("A", "g1", "pub-x", 32, "mixed"),        # 2: e = 0.4, too fast
+            row("B", "g2", "pub-y", 128, "fp32"),        # 3: e = 0.2
+            row("B", "g2", "pub-y", 256, "fp32"),        # 4: e = 0.25
+            row("C", "g3", "pub-z", 64, "bf16")]         # 5: e = 1.0, too slow
+    pred, meas = np.array([1.5, 1.1, 0.6, 1.2, 1.25, 2.0]), np.ones(6)
+    t = fit.target_checks(rows, pred, meas)
+    (n_all, *all_rows), (n_small, *small), (n_mixed, *mixed) = [s[1:] for s in t["subsets"]]
+    # all: sorted 0.1 0.2 0.25 0.4 0.5 1.0, median (0.25 + 0.4) / 2 = 0.325; p90 at 0.9 · 5 = 4.5: 0.5 + 0.5 · 0.5
+    assert n_all == 6 and all_rows == pytest.approx([0.325, 0.75])
+    # batch 1–8: rows 0, 1: median 0.3, p90 0.1 + 0.9 · 0.4 = 0.46; mixed: rows 1, 2: 0.25, 0.1 + 0.9 · 0.3 = 0.37
+    assert n_small == 2 and small == pytest.approx([0.3, 0.46])
+    assert n_mixed == 2 and mixed == pytest.approx([0.25, 0.37])
+    # GPU medians: A (0.5, 0.1, 0.4) 0.4 over; B (0.2, 0.25) 0.225 under; C 1.0 over
+    assert [(g, n) for g, n, *_ in t["gpus_over"]] == [("A", 3), ("C", 1)]
+    a, c = t["gpus_over"]
+    assert a[2] == pytest.approx(0.4) and a[3:] == (["measured-a", "pub-x"], "g1", 0) and c[3:] == (["pub-z"], "g3", 0)
+    tail = t["tail"]     # over 0.35: rows 0, 2, 5
+    assert (tail["over"], tail["rows"], tail["slow"], tail["fast"]) == (3, 6, 2, 1)
+    assert [b[1:] for b in tail["bands"]] == [(1, 2), (2, 2), (0, 2)]      # batch 1–8, 9–64, ≥ 65
+    assert tail["published"] == (2, 4) and tail["measured"] == (1, 2)
+    text = "\n".join(fit._target_lines(t))
+    assert "| all rows: median ≤ 15%, p90 ≤ 35% | 6 | 32.5 % / 75.0 % | no, no |" in text
+    assert "| batch 1–8: the same | 2 | 30.0 % / 46.0 % | no, no |" in text
+    assert "| mixed precision: the same | 2 | 25.0 % / 37.0 % | no, no |" in text
+    assert "| each GPU's median ≤ 25% | 3 GPUs | 1 at or under | no (2, below) |" in text
+    assert "A, 3 rows from measured-a, pub-x, median 40 % (g1: 0 rows from other sources)" in text
+    assert "C, 1 row from pub-z, median 100 % (g3: 0 rows from other sources)" in text
+    # only C's one source leaves its generation without rows (A keeps pub-x's or measured-a's)
+    assert "Held out with its source, C had no row of its generation left to fit" in text
+    assert "of all rows, 3 of 6 (50 %) are off by more than 35%" in text
+    assert "1–8: 1 of 2 (50 %), 9–64: 2 of 2 (100 %), ≥ 65: 0 of 2 (0 %)" in text
+    assert "Predicted too slow: 2, too fast: 1. Published rows: 2 of 4 (50 %)" in text
+    met = fit.target_checks(rows[3:5], pred[3:5], meas[3:5])       # B alone: every condition it has is met
+    assert met["gpus_over"] == [] and "| yes |" in "\n".join(fit._target_lines(met))
+    assert fit._target_lines(None) == []
