@@ -958,7 +958,8 @@ def test_the_fitted_files_batch_bands_cover_its_rows():
 
 def test_target_checks_by_hand():
     """Every condition of issue 13's targets on held-out predictions: all rows, batch 1–8 and mixed precision
-    against the median and p90, each GPU's median against 25 %, and where the rows over 35 % lie."""
+    against the median and p90, each GPU's median against 25 % (a GPU and its "-base" clock as one, as the
+    leave-one-GPU-out folds take them), and where the rows over 35 % lie."""
     fit = _fit_module()
 
     def row(gpu, gen, src, b, prec):
@@ -968,35 +969,54 @@ def test_target_checks_by_hand():
             row("A", "g1", "pub-x", 32, "mixed"),        # 2: e = 0.4, too fast
             row("B", "g2", "pub-y", 128, "fp32"),        # 3: e = 0.2
             row("B", "g2", "pub-y", 256, "fp32"),        # 4: e = 0.25
-            row("C", "g3", "pub-z", 64, "bf16")]         # 5: e = 1.0, too slow
-    pred, meas = np.array([1.5, 1.1, 0.6, 1.2, 1.25, 2.0]), np.ones(6)
+            row("C", "g3", "pub-z", 64, "bf16"),         # 5: e = 1.0, too slow
+            row("D", "g1", "pub-w", 128, "fp32"),        # 6: e = 0.3
+            row("E", "g2", "pub-v", 256, "fp32"),        # 7: e = 0.25
+            row("E-base", "g2", "pub-v", 256, "fp32")]   # 8: e = 0.25 (1 − 0.75), GPU E at its base clock
+    pred, meas = np.array([1.5, 1.1, 0.6, 1.2, 1.25, 2.0, 1.3, 1.25, 0.75]), np.ones(9)
     t = fit.target_checks(rows, pred, meas)
     (n_all, *all_rows), (n_small, *small), (n_mixed, *mixed) = [s[1:] for s in t["subsets"]]
-    # all: sorted 0.1 0.2 0.25 0.4 0.5 1.0, median (0.25 + 0.4) / 2 = 0.325; p90 at 0.9 · 5 = 4.5: 0.5 + 0.5 · 0.5
-    assert n_all == 6 and all_rows == pytest.approx([0.325, 0.75])
+    # all: sorted 0.1 0.2 0.25 0.25 0.25 0.3 0.4 0.5 1.0, median the 5th, 0.25; p90 at 0.9 · 8 = 7.2: 0.5 + 0.2 · 0.5
+    assert n_all == 9 and all_rows == pytest.approx([0.25, 0.6])
     # batch 1–8: rows 0, 1: median 0.3, p90 0.1 + 0.9 · 0.4 = 0.46; mixed: rows 1, 2: 0.25, 0.1 + 0.9 · 0.3 = 0.37
     assert n_small == 2 and small == pytest.approx([0.3, 0.46])
     assert n_mixed == 2 and mixed == pytest.approx([0.25, 0.37])
-    # GPU medians: A (0.5, 0.1, 0.4) 0.4 over; B (0.2, 0.25) 0.225 under; C 1.0 over
-    assert [(g, n) for g, n, *_ in t["gpus_over"]] == [("A", 3), ("C", 1)]
-    a, c = t["gpus_over"]
-    assert a[2] == pytest.approx(0.4) and a[3:] == (["measured-a", "pub-x"], "g1", 0) and c[3:] == (["pub-z"], "g3", 0)
+    # GPU medians: A (0.5, 0.1, 0.4) 0.4; B (0.2, 0.25) 0.225; C 1.0; D 0.3; E with E-base (0.25, 0.25) 0.25, at
+    # the limit: not over
+    assert [g for g, *_ in t["gpus"]] == ["A", "B", "C", "D", "E"]
+    assert [(g, n) for g, n, *_ in t["gpus_over"]] == [("A", 3), ("C", 1), ("D", 1)]
+    a, c, d = t["gpus_over"]
+    # rows of its generation a fold without one of its sources keeps: A without measured-a keeps g1's rows 2, 6,
+    # without pub-x rows 0, 1, 6: the fewest, 2; C: none of g3; D without pub-w: rows 0, 1, 2
+    assert a[2] == pytest.approx(0.4) and a[3:] == (["measured-a", "pub-x"], "g1", 2)
+    assert c[3:] == (["pub-z"], "g3", 0) and d[3:] == (["pub-w"], "g1", 3)
     tail = t["tail"]     # over 0.35: rows 0, 2, 5
-    assert (tail["over"], tail["rows"], tail["slow"], tail["fast"]) == (3, 6, 2, 1)
-    assert [b[1:] for b in tail["bands"]] == [(1, 2), (2, 2), (0, 2)]      # batch 1–8, 9–64, ≥ 65
-    assert tail["published"] == (2, 4) and tail["measured"] == (1, 2)
+    assert (tail["over"], tail["rows"], tail["slow"], tail["fast"]) == (3, 9, 2, 1)
+    assert [b[1:] for b in tail["bands"]] == [(1, 2), (2, 2), (0, 5)]      # batch 1–8, 9–64, ≥ 65
+    assert tail["published"] == (2, 7) and tail["measured"] == (1, 2)
+    # the other conditions: batch 1–8's median and p90, mixed's median (0.25) and p90 (0.37), the GPUs: none met
+    assert fit.other_conditions(t) == (0, 5)
     text = "\n".join(fit._target_lines(t))
-    assert "| all rows: median ≤ 15%, p90 ≤ 35% | 6 | 32.5 % / 75.0 % | no, no |" in text
-    assert "| batch 1–8: the same | 2 | 30.0 % / 46.0 % | no, no |" in text
-    assert "| mixed precision: the same | 2 | 25.0 % / 37.0 % | no, no |" in text
-    assert "| each GPU's median ≤ 25% | 3 GPUs | 1 at or under | no (2, below) |" in text
-    assert "A, 3 rows from measured-a, pub-x, median 40 % (g1: 0 rows from other sources)" in text
-    assert "C, 1 row from pub-z, median 100 % (g3: 0 rows from other sources)" in text
-    # only C's one source leaves its generation without rows (A keeps pub-x's or measured-a's)
-    assert "Held out with its source, C had no row of its generation left to fit" in text
-    assert "of all rows, 3 of 6 (50 %) are off by more than 35%" in text
-    assert "1–8: 1 of 2 (50 %), 9–64: 2 of 2 (100 %), ≥ 65: 0 of 2 (0 %)" in text
-    assert "Predicted too slow: 2, too fast: 1. Published rows: 2 of 4 (50 %)" in text
-    met = fit.target_checks(rows[3:5], pred[3:5], meas[3:5])       # B alone: every condition it has is met
-    assert met["gpus_over"] == [] and "| yes |" in "\n".join(fit._target_lines(met))
+    assert "| all rows: median ≤ 15%, p90 ≤ 35% | 9 | median 25.0 %, p90 60.0 % | no, no |" in text
+    assert "| batch 1–8: the same | 2 | median 30.0 %, p90 46.0 % | no, no |" in text
+    assert "| mixed precision: the same | 2 | median 25.0 %, p90 37.0 % | no, no |" in text
+    assert "| each GPU's median ≤ 25% | 5 GPUs | 2 of 5 medians at or under | no (3, below) |" in text
+    assert ("A, 3 rows from measured-a, pub-x, median 40.0 % (g1 rows left to fit with the source that leaves "
+            "fewest held out: 2)") in text
+    assert "C, 1 row from pub-z, median 100.0 % (g3 rows left to fit with its source held out: 0)" in text
+    assert "D, 1 row from pub-w, median 30.0 % (g1 rows left to fit with its source held out: 3)" in text
+    assert "Held out with its source, C had no row of its generation left to fit" in text      # not D: 3 rows left
+    assert "of all rows, 3 of 9 (33 %) are off by more than 35%" in text
+    assert "1–8: 1 of 2 (50 %), 9–64: 2 of 2 (100 %), ≥ 65: 0 of 5 (0 %)" in text
+    # 2 / 7 = 28.6 %
+    assert "Predicted too slow: 2, too fast: 1. Published rows: 2 of 7 (29 %); this project's measured rows: " \
+           "1 of 2 (50 %). At batch 1–8 much of it is the machine's state" in text
+    # every condition met: two published rows at batch 128 off by 10 % and 5 %; no batch 1–8 or mixed rows to check
+    good = fit.target_checks(rows[3:5], np.array([1.1, 1.05]), meas[:2])
+    assert fit.other_conditions(good) == (1, 1)
+    text = "\n".join(fit._target_lines(good))
+    # median (0.1 + 0.05) / 2 = 0.075; p90 0.05 + 0.9 · 0.05 = 0.095
+    assert "| all rows: median ≤ 15%, p90 ≤ 35% | 2 | median 7.5 %, p90 9.5 % | yes, yes |" in text
+    assert "| each GPU's median ≤ 25% | 1 GPU | 1 of 1 medians at or under | yes |" in text
+    assert "No row is off by more than 35% held out." in text and "batch 1–8" not in text and "above" not in text
     assert fit._target_lines(None) == []
