@@ -150,6 +150,14 @@ def test_estimates_tabs_show_algorithms_batch_devices_and_scaling():
     limited = fwd["limited by compute ms"] + fwd["limited by memory ms"] + fwd["limited by launch overhead ms"]
     assert limited == pytest.approx(fwd["total ms"]) and float(at.metric[0].value.split()[0]) == \
         pytest.approx(fwd["total ms"], abs=1e-3)
+    # each term over every kernel: a kernel takes max(compute + memory, overhead), so the pass lies between the
+    # larger of the two sums and the two together
+    terms = at.dataframe[1].value.set_index("pass")
+    assert list(terms.index) == list(parts.index) and terms["total ms"].to_list() == parts["total ms"].to_list()
+    for _, row in terms.iterrows():
+        gpu, host = row["compute ms"] + row["memory ms"], row["launch overhead ms"]
+        assert row["compute + memory ms"] == pytest.approx(gpu) and gpu > 0 and host > 0
+        assert max(gpu, host) <= row["total ms"] * (1 + 1e-9) <= (gpu + host) * (1 + 2e-9)
     assert "PALEO bound: " not in at.metric[0].help and "PALEO bound (PPP 1)" in at.metric[0].help
     assert not any("algorithm" in d.value.columns for d in at.dataframe)   # closed tabs do not run
 

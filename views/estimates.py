@@ -69,18 +69,27 @@ tab_parts, tab_batch, tab_devices, tab_conv, tab_dp = st.tabs(
 if tab_parts.open and est.variant == "predicted":
     lim = {**est.limited_by, "training_forward": est.limited_by["train_forward"],
            "update": {limiting_term(est.update): est.update.total_s}}
+    shown = (("forward", "forward"), *([("training_forward", "forward in a training step")]
+                                         if t["training_forward_s"] != t["forward_s"] else []),
+             ("backward", "backward"), ("update", "weight update"))
     dataframe(pd.DataFrame([
         {"pass": label, "limited by compute ms": lim[which].get("compute", 0.0) * 1e3,
          "limited by memory ms": lim[which].get("memory", 0.0) * 1e3,
          "limited by launch overhead ms": lim[which].get("overhead", 0.0) * 1e3, "total ms": t[f"{which}_s"] * 1e3,
-         "PALEO bound ms": bound[f"{which}_s"] * 1e3}
-        for which, label in (("forward", "forward"),
-                             *([("training_forward", "forward in a training step")]
-                               if t["training_forward_s"] != t["forward_s"] else []),
-                             ("backward", "backward"), ("update", "weight update"))]),
+         "PALEO bound ms": bound[f"{which}_s"] * 1e3} for which, label in shown]),
         key="breakdown", container=tab_parts, column_config={c: st.column_config.NumberColumn(format="%.3f") for c in (
             "limited by compute ms", "limited by memory ms", "limited by launch overhead ms", "total ms",
             "PALEO bound ms")})
+    passes = {"forward": est.forward, "training_forward": est.train_forward, "backward": est.backward,
+              "update": est.update}
+    terms = ("compute ms", "memory ms", "compute + memory ms", "launch overhead ms", "total ms")
+    tab_parts.markdown("**Each term over every kernel**, whichever sets the kernel's time:")
+    dataframe(pd.DataFrame([
+        {"pass": label, **dict(zip(terms, (p.compute_s * 1e3, p.memory_s * 1e3, (p.compute_s + p.memory_s) * 1e3,
+                                           p.overhead_s * 1e3, p.total_s * 1e3)))}
+        for which, label in shown for p in [passes[which]]]),
+        key="breakdown_terms", container=tab_parts,
+        column_config={c: st.column_config.NumberColumn(format="%.3f") for c in terms})
     tab_parts.caption("Predicted: each kernel takes its compute time (FLOPs at the peak × the efficiency fitted "
                       "for its class of work, precision and pass, × the share of the GPU its tiles fill) plus its "
                       "memory time (bytes at the fitted share of the bandwidth), or its launch overhead where that "
@@ -88,7 +97,10 @@ if tab_parts.open and est.variant == "predicted":
                       "generations, a cuDNN or cuBLAS call a fitted multiple of it, a call under autograd (a "
                       "training step's forward, the backward) another; none under CUDA Graphs). A "
                       "column adds up the kernels whose time that term sets (the larger of compute and memory, or "
-                      "the overhead). 3×3 stride-1 convolutions in fp32 run as Winograd, as cuDNN picks them." +
+                      "the overhead). The second table adds each term over every kernel: compute plus memory is "
+                      "what the kernels' work takes on the GPU, the overhead what their calls take on the host, and "
+                      "the total lies between the larger of the two and their sum. 3×3 stride-1 convolutions in "
+                      "fp32 run as Winograd, as cuDNN picks them." +
                       predicted_notes(est))
 elif tab_parts.open:
     dataframe(pd.DataFrame([
