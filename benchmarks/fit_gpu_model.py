@@ -910,6 +910,7 @@ def markdown(out: dict) -> str:
     parts = (t0["loso"][0] <= TARGET_MEDIAN, t0["loso"][1] <= TARGET_P90)
     met = "met" if all(parts) else "median met, p90 not met" if parts[0] else \
         "p90 met, median not met" if parts[1] else "not met"
+    others = other_conditions(out["targets"]) if out.get("targets") else (0, 0)
     lines = ["## GPU time model (variant \"predicted\") against published timings", "",
              f"{out['rows']} rows of `benchmarks/data/gpu_timings.csv` used; skipped: "
              + "; ".join(f"{v} ({k})" for k, v in sorted(out["skipped"].items())) + ".",
@@ -917,8 +918,8 @@ def markdown(out: dict) -> str:
              "(`core/gpu_params.json`); baseline: classic PALEO with one PPP fitted to the training rows.", "",
              f"Target (issue 13): leave-one-source-out median ≤ {TARGET_MEDIAN:.0%}, p90 ≤ {TARGET_P90:.0%}: "
              f"**{met}** (LOSO {t0['loso'][0] * 100:.1f} % / {t0['loso'][1] * 100:.1f} %)"
-             + (". Of the other conditions it names, {} of {} are met (below).".format(*other_conditions(
-                 out["targets"])) if out.get("targets") and other_conditions(out["targets"])[1] else "."),
+             + (f". Of the other conditions it names, {others[0]} of {others[1]} are met (below)." if others[1]
+                else "."),
              *_target_lines(out.get("targets")),
              f"An estimate is labelled with the held-out (LOSO) error of its batch band: the rows at batch 1–"
              f"{SMALL_BATCH} or above it of its GPU's generation where there are at least "
@@ -1297,6 +1298,11 @@ def _scatter_lines(h: dict | None) -> list[str]:
                 f"session; the model, fitted per generation, predicts one state."]
 
 
+def _band(b: tuple) -> str:
+    """A batch band (``TWIN_BANDS``) as text: "1–8", "≥ 65"."""
+    return f"{b[0]}–{b[1]}" if b[1] is not None else f"≥ {b[0]}"
+
+
 def _target_lines(t: dict | None) -> list[str]:
     """target_checks as a table and a paragraph (after the target's line); nothing without them."""
     if not t or not t["tail"]["rows"]:
@@ -1326,8 +1332,6 @@ def _target_lines(t: dict | None) -> list[str]:
     tl = t["tail"]
     def share(over_rows: tuple[int, int]) -> str:
         return f"{over_rows[0]} of {over_rows[1]} ({over_rows[0] / over_rows[1] * 100:.0f} %)"
-    def band(b):
-        return f"{b[0]}–{b[1]}" if b[1] is not None else f"≥ {b[0]}"
     if not tl["over"]:
         return lines + ["", f"No row is off by more than {TARGET_P90:.0%} held out.", ""]
     sources = "; ".join(f"{name}: {share(tl[key])}" for name, key in
@@ -1335,7 +1339,7 @@ def _target_lines(t: dict | None) -> list[str]:
     small = next(o for b, o, _n in tl["bands"] if b[0] == 1)
     lines += ["", f"Where the p90 is lost: of all rows, {share((tl['over'], tl['rows']))} are off by more than "
                   f"{TARGET_P90:.0%} held out, where a p90 of {TARGET_P90:.0%} allows 10 %. By batch: "
-                  + ", ".join(f"{band(b)}: {share((o, n))}" for b, o, n in tl["bands"] if n)
+                  + ", ".join(f"{_band(b)}: {share((o, n))}" for b, o, n in tl["bands"] if n)
                   + f". Predicted too slow: {tl['slow']}, too fast: {tl['fast']}. "
                   + sources[:1].upper() + sources[1:] + "."
                   + (f" At batch 1–{SMALL_BATCH} much of it is the machine's state, not a parameter: see \"Two "
@@ -1347,8 +1351,6 @@ def _twin_lines(t: dict | None) -> list[str]:
     """twin_scatter as a paragraph and a table; nothing without pairs."""
     if not t or not t["bands"]:
         return []
-    def band(b):
-        return f"{b[0]}–{b[1]}" if b[1] is not None else f"≥ {b[0]}"
     lines = ["", f"Two machines, one prediction (this project's measured rows): the same network, precision, batch and "
                  f"pass timed on {' and '.join(t['gpus'])}, where the fitted model's two times are within "
                  f"{t['close'] * 100:.0f} % of each other. With r the measured times' ratio over the predicted ones' "
@@ -1359,7 +1361,7 @@ def _twin_lines(t: dict | None) -> list[str]:
              "", "| batch | pairs | r, median / p90 | least error on one of the two, median / p90 |",
              "| --- | ---: | --- | --- |"]
     for b in t["bands"]:
-        lines.append(f"| {band(b['batch'])} | {b['pairs']} | {b['ratio'][0]:.2f}× / {b['ratio'][1]:.2f}× | "
+        lines.append(f"| {_band(b['batch'])} | {b['pairs']} | {b['ratio'][0]:.2f}× / {b['ratio'][1]:.2f}× | "
                      f"{b['floor'][0] * 100:.0f} % / {b['floor'][1] * 100:.0f} % |")
     return lines
 
