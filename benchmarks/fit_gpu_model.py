@@ -44,12 +44,14 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from common import quick_main
-from core import gpu_model, paleo, zoo
+from core import gpu_model, variants, zoo
 from core.devices import load_devices
 from core.graph import compile_network
-from core.paleo import Estimate, Work, eager_update_bytes, param_tensors
+from core.paleo import Estimate
 from core.precision import optimizer
 from core.report import Report
+from core.terms import Work
+from core.work import eager_update_bytes, param_tensors
 
 DATA = Path(__file__).resolve().parent / "data" / "gpu_timings.csv"
 # a source no fit reads (benchmarks/data/README.md): the written parameters are judged on it (``holdout``)
@@ -72,7 +74,7 @@ CLASS = {"conv": 0, "grouped_conv": 1, "linear": 2}          # other classes: in
 TC = {"tf32": 1, "fp16": 2, "bf16": 2}                       # tensor-core factor used: 0 none
 TARGET_MEDIAN, TARGET_P90 = 0.15, 0.35
 TARGET_GPU_MEDIAN = 0.25         # issue 13: each GPU's held-out median
-SMALL_BATCH = paleo.SMALL_BATCH      # batch ≤ this: the typical error quoted is the small-batch rows'
+SMALL_BATCH = variants.SMALL_BATCH      # batch ≤ this: the typical error quoted is the small-batch rows'
 COMPUTE_OF = {"mixed": "fp16"}           # a dataset precision → the compute precision its math runs in
 # screening switches for the "what was tried" table (GPU_EXP=queue,views,smalltile,graph,bias,cudnn,dwcuda,
 # bntrain,infov,foreach,fewrows,minrows,nchw,bwd16,dwlast,bnelem,bnnative,bnhalf,chrate,smdram,dwl32,wino,k1,
@@ -923,7 +925,7 @@ def markdown(out: dict) -> str:
              *_target_lines(out.get("targets")),
              f"An estimate is labelled with the held-out (LOSO) error of its batch band: the rows at batch 1–"
              f"{SMALL_BATCH} or above it of its GPU's generation where there are at least "
-             f"{paleo.MIN_GENERATION_ROWS} of them, else its generation's rows at every batch, else all GPUs' in "
+             f"{variants.MIN_GENERATION_ROWS} of them, else its generation's rows at every batch, else all GPUs' in "
              f"the band (`errors_by_batch` in core/gpu_params.json; the table's batch rows below).", "",
              "| rows | n | model in-sample | model LOSO | model LOGO | PALEO in-sample | PALEO LOSO | PALEO LOGO |",
              "| --- | ---: | --- | --- | --- | --- | --- | --- |"]

@@ -46,7 +46,7 @@ def compare(path: Path, gpu: str) -> str:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from core.api import estimate
     from core.devices import load_devices
-    from core.paleo import param_tensors
+    from core.work import param_tensors
     from fit_gpu_model import update_work_as_run
 
     dev = load_devices().device(gpu)

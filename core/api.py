@@ -9,14 +9,15 @@ import re
 import sys
 from typing import Any
 
-from . import paleo, zoo
+from . import paleo, sweeps, zoo
 from .choices import DEFAULT_DTYPE, DEFAULT_OPTIMIZER
 from .errors import NetworkError
 from .files import NETWORK_FILE_LIMIT, read_text
 from .graph import compile_network
 from .ir import Network
-from .registry import MAX_DIM
 from .report import Report, check_batch
+from .settings import check_settings
+from .shapes import parse_shape
 
 TIMM_PREFIX = "timm:"            # "timm:convnext_tiny": a timm model built with pretrained=False
 _PY_CLASS = re.compile(r"^(?P<path>.+\.py):(?P<cls>[A-Za-z_][A-Za-z0-9_]*)$")
@@ -114,34 +115,6 @@ def load_network(model: Any, input_shape: Any = None) -> Network:
                        field="model", value=model)
 
 
-def parse_shape(text: Any) -> tuple[int, ...]:
-    """'3x224x224', '3,224,224', (3, 224, 224), 784 → (3, 224, 224): the per-sample input shape, batch excluded.
-    Each dimension is a whole number from 1 to ``MAX_DIM``."""
-    if isinstance(text, (tuple, list)):
-        if not all(isinstance(p, int) and not isinstance(p, bool) for p in text):
-            raise NetworkError("input shape must be whole numbers, like (3, 224, 224)", field="input_shape",
-                               value=text)
-        parts: list = list(text)
-    elif isinstance(text, int) and not isinstance(text, bool):
-        parts = [text]
-    elif isinstance(text, str):
-        parts = [p for p in text.lower().replace("×", "x").replace(",", "x").replace(" ", "").split("x") if p]
-    else:
-        raise NetworkError(f"input shape must be text like 3x224x224 or a tuple of whole numbers, not "
-                           f"{type(text).__name__}", field="input_shape", value=text)
-    try:
-        shape = tuple(p if isinstance(p, int) else int(p) for p in parts)
-    except (TypeError, ValueError):     # not digits, or more digits than Python converts
-        raise NetworkError("input shape must look like 3x224x224 (batch excluded)", field="input_shape",
-                           value=text) from None
-    if not shape or any(d < 1 for d in shape):
-        raise NetworkError("input shape needs positive dimensions, like 3x224x224", field="input_shape", value=text)
-    if any(d > MAX_DIM for d in shape):
-        raise NetworkError(f"input shape has an absurdly large dimension (limit {MAX_DIM:,})", field="input_shape",
-                           value=text)
-    return shape
-
-
 def analyze(model: Any, input_shape: Any = None, batch_size: int = 1, dtype: str = DEFAULT_DTYPE,
             optimizer: str = DEFAULT_OPTIMIZER) -> Report:
     """Analyse ``model`` (a built-in name, a JSON path, a ``Network`` or a ``torch.nn.Module``) at a batch size and
@@ -177,7 +150,7 @@ def estimate(model: Any, device: Any, batch_size: int = 1, dtype: str = DEFAULT_
              optimizer: str = DEFAULT_OPTIMIZER, input_shape: Any = None, **settings) -> paleo.Estimate:
     """PALEO estimate of any model ``analyze`` takes on ``device`` (id, name or Device); ``settings`` as
     ``core.paleo.Estimate`` takes them (ppp, ppp_memory, variant, conv_algorithm, fused, workers, link, …)."""
-    paleo.check_settings(settings, extra=("db",))
+    check_settings(settings, extra=("db",))
     report = model if isinstance(model, Report) else analyze(model, input_shape, batch_size, dtype, optimizer)
     return paleo.estimate(report, device, batch_size, dtype, optimizer=optimizer, **settings)
 
@@ -186,11 +159,11 @@ def sweep(model: Any, devices, batch_sizes, dtype: str | None = DEFAULT_DTYPE, *
           **kw) -> list[paleo.Estimate]:
     """``core.paleo.sweep`` on any model ``analyze`` takes: every device × batch size on one analysis."""
     report = model if isinstance(model, Report) else analyze(model, input_shape)
-    return paleo.sweep(report, devices, batch_sizes, dtype, **kw)
+    return sweeps.sweep(report, devices, batch_sizes, dtype, **kw)
 
 
 def scaling(model: Any, device: Any, link: Any, workers=(1, 2, 4, 8), batch_size: int = 64, mode: str = "strong",
             *, input_shape: Any = None, **kw) -> list[dict]:
     """``core.paleo.scaling`` (data-parallel speed-up and efficiency) on any model ``analyze`` takes."""
     report = model if isinstance(model, Report) else analyze(model, input_shape)
-    return paleo.scaling(report, device, link, workers, batch_size, mode, **kw)
+    return sweeps.scaling(report, device, link, workers, batch_size, mode, **kw)

@@ -1,11 +1,9 @@
 """Which bytes of a CPU forward pass land on fresh pages: a replay of its allocations through glibc's malloc.
 
-Why it matters. On Linux a tensor's memory comes from glibc ``malloc``. Memory the process has not touched yet (a
-new ``mmap`` block, or heap regrown after a trim) page-faults on first write: the kernel zeroes and maps each 4 KiB
-page, about 1.3–1.9 GB/s on the 2-core machine this was measured on against ~20 GB/s for a copy. Whether an output
-lands on fresh pages depends on the allocator's state, not on the output alone: the same BatchNorm output is fresh
-in one layer and reused memory in the next. So this module replays a forward pass's allocations through a model of
-glibc's main arena (glibc ``malloc/malloc.c``, behaviour as documented in ``mallopt(3)``):
+On Linux a tensor's memory comes from glibc ``malloc``; memory the process has not touched yet page-faults on
+first write (the kernel zeroes and maps each 4 KiB page, ~1.3–1.9 GB/s against ~20 GB/s for a copy), and whether
+an output lands on fresh pages depends on the allocator's state (docs/cpu-calibration.md). So this module replays
+a forward pass's allocations through a model of glibc's main arena (``malloc/malloc.c``, as ``mallopt(3)`` says):
 
 * a block of at least the mmap threshold is ``mmap``-ed: all its bytes are fresh. Freeing it raises the threshold to
   its size when it is larger, up to ``mmap_max`` (``DEFAULT_MMAP_THRESHOLD_MAX``: 32 MiB on 64-bit), and sets the
@@ -22,15 +20,16 @@ reordered copies besides its output, max pooling its int64 indices; a node marke
 (``nn.ReLU(inplace=True)``, ``out += identity``) and a view allocate nothing; every other layer allocates its output.
 A tensor is freed after its last consumer; the network's input is the caller's and stays.
 
-The pass is replayed ``passes`` times on one heap (timed runs follow warm-up runs) and the last pass's fresh bytes
-are returned, per node. ``core.paleo`` charges them at the device's page-fault rate (``alloc_bandwidth``).
-Not modelled: glibc's small-block bins and fragmentation by Python's own objects, and other allocators (jemalloc,
-tcmalloc, a GPU's caching allocator).
+The pass is replayed ``passes`` times on one heap (timed runs follow warm-up runs); the last pass's fresh bytes per
+node are charged at the device's page-fault rate (``alloc_bandwidth``, ``core.terms``). Not modelled: glibc's
+small-block bins and fragmentation by Python's own objects, and other allocators (jemalloc, tcmalloc, a GPU's).
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
+
+from .registry import numel
 
 MIB = 2 ** 20
 START_THRESHOLD = 128 * 1024      # M_MMAP_THRESHOLD and M_TRIM_THRESHOLD before any adjustment
@@ -144,3 +143,20 @@ def fresh_bytes(compiled, batch: int, act_bytes: int, weight_bytes: int, mmap_ma
         for b in live.values():                      # the outputs, dropped by the caller
             heap.free(b)
     return tuple(per_node)
+
+
+def backward_fresh_bytes(compiled, batch: int, act_bytes: int, weight_bytes: int, mmap_threshold: float) -> tuple:
+    """Per node, the backward pass's bytes written to fresh pages: after ``zero_grad(set_to_none=True)`` every
+    gradient is a new tensor, and each of at least ``mmap_threshold`` bytes is ``mmap``-ed by glibc, so all its bytes
+    are fresh — each input gradient the node computes, and its weight gradient (its trainable parameters as one
+    block: the bias beside the weight is small). Smaller blocks are taken as reused heap memory (the replay above
+    covers the forward pass only)."""
+    out = []
+    for node in compiled.nodes:
+        fresh = 0
+        if node.needs_grad and node.moves_data:
+            blocks = [numel(sh) * batch * act_bytes for sh, g in zip(node.in_shapes, node.grad_in) if g]
+            blocks.append(node.params.trainable * weight_bytes)
+            fresh = sum(b for b in blocks if b >= mmap_threshold)
+        out.append(fresh)
+    return tuple(out)

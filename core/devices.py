@@ -549,3 +549,17 @@ def save_user_devices(db: DeviceDB, path: str | Path) -> Path | None:
         Path(tmp).unlink(missing_ok=True)
         raise
     return kept
+
+
+def resolve_device(device: Any, db: DeviceDB | None = None) -> Device:
+    if isinstance(device, Device):
+        return device
+    return device_db(db).device(device)
+
+
+def device_db(db: Any) -> DeviceDB:
+    if db is None:
+        return load_devices()
+    if not isinstance(db, DeviceDB):
+        raise DeviceError("expected a DeviceDB (core.devices.load_devices)", field="db", value=type(db).__name__)
+    return db

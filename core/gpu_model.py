@@ -1,90 +1,25 @@
-"""A GPU time model that predicts (issue 13, item 1; opt-in as the estimate variant "predicted").
+"""The fitted GPU time model (the estimate variant "predicted"): per kernel, three terms and one max.
 
-Per layer and pass, on the estimator's one path (``core.paleo``: work → terms → ``combine``):
-    compute  = FLOPs / (peak at the precision × efficiency[class of work] × tensor-core factor × backward factor
-                        × wave efficiency)
+    compute  = FLOPs / (peak at the precision × efficiency[class] × tensor-core factor × backward factor × wave)
     memory   = bytes / (bandwidth × memory efficiency)
-    overhead = kernel calls × per-call overhead (eager PyTorch's dispatch and launch on the host)
-               × ``library_overhead`` for a conv or linear kernel (a cuDNN / cuBLAS call costs the host more)
-               × ``autograd_overhead`` for a call under autograd: a training step's forward and the backward
-    time     = max(compute + memory, overhead)
-Estimates compute these over all of a network's kernels at once (``kernel_seconds``, numpy), in the same order of
-operations as the per-work functions, so the numbers are theirs to the bit (tests/test_gpu_model_fast.py).
-The max with the overhead: eager PyTorch launches kernels asynchronously, so the host's cost of a call is hidden
-under a longer kernel and shows where the kernel is shorter (small layers, small batches). Adding it instead
-fitted worse (median / p90 |error| leave-one-source-out 21 % / 50 % against 18 % / 48 %, same rows, same fit).
-Compute plus memory, not their max (the roofline's perfect overlap): fitted, not assumed. With the overlap an
-exponent q of the fit, (compute^q + memory^q)^(1/q), q went to 1, the sum, in eight of nine generations, and the
-held-out error fell (docs/benchmarks.md, tried 48 and 49). It did not remove the bias between networks: on the
-H200 at batch ≥ 128 the fit still gives ResNet-18 0.67–0.89× its measured time and ResNet-50 0.88–1.18×.
-Every factor but the wave efficiency is a named parameter, fitted per GPU architecture generation
-(``core/gpu_params.json``, written by ``benchmarks/fit_gpu_model.py`` from ``benchmarks/data/gpu_timings.csv``).
+    overhead = kernel calls × per-call overhead × library_overhead (a cuDNN/cuBLAS call) × autograd_overhead
+    time     = max(compute + memory, overhead)        (the host queues kernels ahead of the GPU)
 
-* Wave efficiency: a conv or linear layer runs as an implicit GEMM (M = N·H_out·W_out rows, C_out columns per
-  group) cut into ``TILE``×``TILE`` output tiles, one per SM at a time; ⌈tiles / SMs⌉ waves, the last one partly
-  idle: efficiency = tiles / (waves · SMs). Only where the device states ``sm_count``; 1 elsewhere.
-* Winograd: in fp32 (no tensor cores) a 3×3, stride-1, groups-1 convolution is counted at its Winograd FLOPs (the
-  conv2d rule's ``algorithms``), as cuDNN picks it; tensor-core precisions run it as an implicit GEMM.
-* Backward: a conv or linear layer with trainable weights runs two kernels, the input gradient (dgrad, a GEMM of
-  N·H_in·W_in × C_in tiles, at the ``backward`` factor) and the weight gradient (wgrad, at ``backward_weight``),
-  each reading the output gradient (``core.paleo.Estimate._layer_parts``). One factor for both fitted worse
-  (same rows, full fit: LOSO 16.6 % / 46.5 %, LOGO 18.2 % / 49.2 %; docs/benchmarks.md has the split's).
-* A training step's forward is not an inference forward (``Estimate.train_forward``): autograd records its calls,
-  each at ``autograd_overhead`` × the per-call overhead, as the backward's are. Fitted, not assumed: at batch 1,
-  where the host's per-call cost limits the passes, this project's H100 and H200 training steps took 1.29–1.41× an
-  inference pass's time per kernel call the model counts, in every precision (docs/benchmarks.md). Train-mode
-  batch norm's extra pass over its input was tried on top of it and not kept (docs/benchmarks.md, tried 21).
-* The optimizer step: per-parameter work at the same terms, one kernel call per layer that holds trainable
-  parameters (PyTorch's eager per-parameter loop).
-* A train-mode batch norm (a training step's forward, and the backward) runs one thread block per channel, as
-  PyTorch's and cuDNN's NCHW kernels do: its bytes move at the bandwidth × the share of the SMs its channels fill,
-  min(1, C / SMs) (``channel_blocks``, ``channel_fill``; no parameter). On an H200 (132 SMs) one tensor of
-  128·64·56·56 elements took 3.5× as long over 32 channels as over 256 in fp32's forward, 1.9× over 64 (the rule:
-  4.1×, 2.1×; benchmarks/data/probes/, docs/benchmarks.md "Kernel probes"). An inference pass's batch norm is
-  elementwise.
-  Not modelled: a model in bf16 or fp16 (weights in half) gets PyTorch's own batch-norm kernels, not cuDNN's (which
-  need fp32 weights, as autocast keeps them); on that H200 a median 1.5× cuDNN's forward time on the same fp16
-  input (1.2–3.1× over the 17 shapes probed), 1.3× for forward and backward together.
-* Train-mode batch norm is bound by its SMs as much as by DRAM: an H100 (the H200's SMs and clock, 0.70× its
-  bandwidth) took a median 1.05× the H200's time for the same batch norms, where bytes at the bandwidth say 1.43×.
-  So its kernels take the slower of their bytes at the bandwidth and their elements at ``sm_rate`` per SM-cycle
-  (``sm_cycles``: SMs × boost clock) of the SMs their channels fill (``memory_s``). Per SM-cycle, not per FLOP of
-  the fp32 peak: a rate per FLOP (tried 36) gives a chip of 64 FP32 lanes an SM (GP100, Volta, Turing, GA100) half
-  the rate per cycle of one of 128; it lost on the published rows and was not kept, per cycle all four held-out
-  figures fell (docs/benchmarks.md, tried 39). A device without a boost clock keeps the fill on DRAM.
-* Mixed precision is PyTorch's autocast (every mixed row in the dataset was timed with it): each pass of a conv
-  or linear layer ends with its cast kernels (``core.paleo.cast_work``), one per parameter tensor, the forward's
-  casting the fp32 master weights to fp16 (6 bytes a parameter), the backward's the gradients back (6 bytes): memory
-  and overhead terms, no FLOPs. Fitted, not assumed: all four held-out figures fell (docs/benchmarks.md, tried 25).
-* A depthwise conv's forward runs at the grouped-conv factors; its backward (input and weight gradients) at its own
-  share of the CUDA-core peak, ``depthwise_backward``, in every precision: PyTorch's native depthwise kernels have
-  no tensor-core path and accumulate in fp32. With the grouped-conv factors, this project's H100 and H200
-  depthwise networks' training steps at batch 128–256 came out 31–40 % too fast while their inference passes were
-  too slow (docs/benchmarks.md, tried 23, 24, 26 and 28). A parameter set without it uses the grouped-conv rule.
-  Except on channels-last input in half precision (``cuda_core_backward``): PyTorch sends a depthwise conv whose
-  input is channels-last (ConvNeXt's, after its permutes: ``channels_last_inputs`` follows the memory format
-  through the graph) to cuDNN's NHWC kernels, whose backward in bf16 and fp16 took 0.1–0.6× the time of PyTorch's
-  NCHW kernels on an H200; it runs at the grouped-conv rule there (docs/benchmarks.md, tried 38). In fp32 cuDNN's
-  NHWC weight gradient took 1.2–12× PyTorch's, and stays at ``depthwise_backward`` (ConvNeXt's fp32 and TF32
-  training steps still come out too fast).
-
-* A conv over at most 3 input channels (``stem_conv``: a network's first, on the image) runs on CUDA cores in
-  TF32, fp16, bf16 and mixed precision: at the conv efficiency of the fp32 peak, no tensor-core factor (cuDNN's
-  tensor-core kernels take channels in multiples of 4 or 8). With the tensor-core factor, this project's H100 and
-  H200 rows had AlexNet's and ResNet-18's half-precision passes at batch ≥ 128 a median 0.71× and 0.74× their
-  measured time (docs/benchmarks.md, tried 53).
-
-Generations are the devices' ``architecture`` values; Ampere is two: ``ampere`` (GA10x: RTX 30, A10, A40, RTX A6000)
-and ``ampere-ga100`` (A100), fitted apart because GA100's tensor cores do twice the work per SM (held-out error with
-one Ampere set, same rows and fit: LOSO median / p90 21.4 % / 49.2 %, LOGO 20.4 % / 49.4 %; split: 19.5 % / 47.9 %,
-19.6 % / 48.8 %). ``kepler`` (K80, K40) is fitted to timings from TensorFlow, MXNet and Caffe, none from PyTorch, so
-its ``overhead_s`` is those frameworks' cost per kernel, not eager PyTorch's (benchmarks/data/README.md).
-
-Not modelled: ``model.half()`` on a GPU with no fast fp16 (Pascal GP102/GP104: TITAN Xp, GTX 1080 Ti), where cuDNN
-keeps half storage but computes in fp32. Such a device has no fp16 peak, so the estimate refuses fp16 and the fit
-skips those rows. The rule "fp16 at the fp32 peak, no tensor factor, half the bytes" was tried on the 100 rows and
-made held-out error worse: those rows LOSO median 35 %, p90 86 %; all rows LOGO 21.6 % / 56.8 % against
-20.4 % / 49.4 % without them.
+The rules the terms apply, each fitted per GPU architecture generation (``PARAMETERS``; ``core/gpu_params.json``,
+written by ``benchmarks/fit_gpu_model.py`` from ``benchmarks/data/gpu_timings.csv``):
+* wave efficiency: a conv or linear layer is an implicit GEMM of ``TILE``×``TILE`` output tiles, tiles / (waves·SMs);
+* Winograd FLOPs for a 3×3 stride-1 groups-1 conv in fp32 (``uses_winograd``); tensor-core precisions run a GEMM;
+* a conv or linear backward is two kernels, dgrad at ``backward`` and wgrad at ``backward_weight``;
+* a training step's forward pays ``autograd_overhead`` per call, as the backward does; the optimizer step is one
+  kernel call per layer with trainable parameters;
+* a train-mode batch norm runs a block per channel: the slower of DRAM × min(1, C / SMs) and ``sm_rate`` elements
+  per SM-cycle (``channel_fill``, ``sm_cycles``);
+* mixed precision is autocast: a conv or linear pass ends with its cast kernels (``core.predicted.cast_work``);
+* a depthwise conv's backward runs at ``depthwise_backward`` of the CUDA-core peak (``cuda_core_backward``), and a
+  stem conv over ≤ 3 channels on CUDA cores in tensor-core precisions (``stem_conv``).
+``kernel_seconds`` computes all of a network's kernels at once (numpy), equal to the per-work terms to the bit.
+Generations are the devices' ``architecture`` values (Ampere is ``ampere`` and ``ampere-ga100``). Not modelled:
+fp16 on GPUs without fast fp16 (Pascal GP102/GP104). Evidence and history: docs/gpu-model-history.md.
 """
 
 from __future__ import annotations
@@ -93,14 +28,11 @@ import json
 from functools import lru_cache
 from math import ceil
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from .devices import Device
 from .errors import CalcError
 from .registry import REGISTRY, WORK_FALLBACK
-
-if TYPE_CHECKING:      # core.paleo imports this module; the types are for reading only
-    from .devices import Device
-    from .paleo import Estimate, Work
+from .terms import Rates, Term, Work
 
 PARAMS_FILE = Path(__file__).resolve().parent / "gpu_params.json"
 TILE = 128                    # output tile edge of a GEMM kernel (rows and columns): a fixed assumption, not fitted
@@ -158,7 +90,7 @@ def load_params() -> dict:
     return json.loads(PARAMS_FILE.read_text(encoding="utf-8"))
 
 
-def generation_params(device: "Device") -> dict:
+def generation_params(device: Device) -> dict:
     """The fitted parameters of the device's architecture generation; a CalcError naming what is missing."""
     arch = getattr(device, "architecture", None)
     gens = load_params()["generations"]
@@ -172,7 +104,7 @@ def generation_params(device: "Device") -> dict:
     return gens[arch]
 
 
-def has_params(device: "Device") -> bool:
+def has_params(device: Device) -> bool:
     return bool(getattr(device, "architecture", None)) and device.architecture in load_params()["generations"]
 
 
@@ -282,7 +214,7 @@ def stem_conv(node) -> bool:
     return node.op == "conv2d" and node.attrs.get("groups", 1) == 1 and node.in_shapes[0][0] <= STEM_CHANNELS
 
 
-def on_cuda_cores(w: "Work", p: dict) -> bool:
+def on_cuda_cores(w: Work, p: dict) -> bool:
     """A depthwise conv's backward kernel (input or weight gradient; ``cuda_core_backward``), where the parameters
     have ``depthwise_backward``: it runs at that share of the CUDA-core peak (``Estimate.cuda_core_peak``), not the
     class's share of the precision's peak."""
@@ -295,7 +227,7 @@ def cuda_core_precision(compute: str) -> str:
     return "fp64" if compute == "fp64" else "fp32"
 
 
-def efficiency(w: "Work", compute: str, p: dict, sm_count: int | None) -> float:
+def efficiency(w: Work, compute: str, p: dict, sm_count: int | None) -> float:
     """The share of the peak a work reaches: class × tensor-core factor × backward factor × wave efficiency; a
     depthwise conv's backward kernel (``on_cuda_cores``): ``depthwise_backward`` × wave efficiency, of the CUDA-core
     peak."""
@@ -311,7 +243,7 @@ def efficiency(w: "Work", compute: str, p: dict, sm_count: int | None) -> float:
     return eff * wave_efficiency(w.tiles, sm_count)
 
 
-def compute_s(w: "Work", e: "Estimate") -> float:
+def compute_s(w: Work, e: Rates) -> float:
     if not w.flops:
         return 0.0
     peak = e.cuda_core_peak if w.stem or on_cuda_cores(w, e.model_params) else e.peak
@@ -343,7 +275,7 @@ def narrowest_channel_fill(layers, sm_count: int | None) -> tuple[int, float] | 
     return min(blocks), channel_fill(min(blocks), sm_count)
 
 
-def memory_s(w: "Work", e: "Estimate") -> float:
+def memory_s(w: Work, e: Rates) -> float:
     """Bytes at the fitted share of the bandwidth. A one-block-per-channel kernel (``channel_blocks``) where the
     parameters have ``sm_rate`` and the device states its SMs and clock (``sm_cycles``): the slower of its bytes
     at that bandwidth and its elements at ``sm_rate`` per SM-cycle of the SMs its channels fill
@@ -357,7 +289,7 @@ def memory_s(w: "Work", e: "Estimate") -> float:
     return w.bytes / (e.bandwidth * p["memory"] * fill)
 
 
-def overhead_s(w: "Work", e: "Estimate") -> float:
+def overhead_s(w: Work, e: Rates) -> float:
     """Kernel calls × the per-call overhead; a conv or linear kernel's × ``library_overhead``; a call under
     autograd (a backward work, a training step's forward) × ``autograd_overhead`` (a parameter set written before
     it had either: 1)."""
@@ -420,9 +352,7 @@ def kernel_seconds(k, peak: float, bandwidth: float, p: dict, compute: str, sm_c
 
 
 def terms():
-    """The model's terms, on core.paleo's Term (imported here: core.paleo imports this module); ``combine``
-    ("predicted") takes max(compute + memory, overhead)."""
-    from .paleo import Term
+    """The model's terms; ``combine`` ("predicted") takes max(compute + memory, overhead)."""
     return (Term("compute", "compute", compute_s, has_params),
             Term("memory", "memory", memory_s, has_params),
             Term("overhead", "serial", overhead_s, has_params))

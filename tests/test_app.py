@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 import core
 from apptest_ref import metric
 from core.devices import load_devices
-from core.paleo import typical_error
+from core.variants import typical_error
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 

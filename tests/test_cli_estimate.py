@@ -67,7 +67,7 @@ def test_estimate_table_shows_fresh_pages_and_overhead_on_a_calibrated_cpu():
     import dataclasses
 
     from core.api import estimate
-    from core.cli import format_estimate
+    from core.cli_text import format_estimate
     from core.devices import load_devices
 
     dev = dataclasses.replace(load_devices(user_path=None).device("v100-sxm2"), kind="CPU", alloc_threshold=1e6,

@@ -13,7 +13,7 @@ from core import CalcError, Network, Node
 from core import gpu_model as gm
 from core.api import estimate
 from core.devices import Device
-from core.paleo import Work
+from core.terms import Work
 
 # round numbers so every time below is checked by hand
 TOY = Device(id="toy-gpu", name="Toy GPU", vendor="test", kind="GPU", year=2020,
@@ -33,7 +33,7 @@ def test_channel_fill_by_hand():
     assert gm.channel_fill(256, 132) == 1.0                         # more channels than SMs: all busy
     assert gm.channel_fill(0, 132) == 1.0 and gm.channel_fill(64, None) == 1.0    # not per channel; no SM count
     from core import analyze, zoo
-    from core.paleo import network_work
+    from core.work import network_work
     layers = network_work(analyze(zoo.get("resnet18"), None, 1).compiled, False).layers
     # ResNet-18's batch norms have 64 … 512 channels: the narrowest 64 on 132 SMs fills 64 / 132
     assert gm.narrowest_channel_fill(layers, 132) == (64, pytest.approx(64 / 132))
@@ -135,7 +135,7 @@ def test_the_cli_prints_a_predicted_training_forward_with_its_factor():
     """With the fitted file: a GPU's training step runs its forward at the fitted autograd factor, and the CLI
     prints that forward on its own line, so forward + backward + update add up to the printed step."""
     from core import zoo
-    from core.cli import format_estimate
+    from core.cli_text import format_estimate
 
     est = estimate(zoo.get("resnet18"), "v100-sxm2", batch_size=1, variant="predicted")
     factor = est.model_params["autograd_overhead"]
@@ -489,8 +489,8 @@ def test_resnet18_has_one_stem_conv():
     from core.graph import compile_network
     c = compile_network(zoo.get("resnet18"))
     assert [n.name for n in c.nodes if gm.stem_conv(n)] == ["conv1"]
-    from core.paleo import predicted_work
     from core.precision import precision
+    from core.predicted import predicted_work
     assert predicted_work(c, False, 8, precision("bf16")).kernels.stem.sum() == 2
     assert predicted_work(c, False, 8, precision("fp32")).kernels.stem.sum() == 0
 
@@ -857,7 +857,7 @@ def test_parameter_tensors_match_torch():
 
     from core import zoo
     from core.graph import compile_network
-    from core.paleo import param_tensors
+    from core.work import param_tensors
     path = Path(__file__).resolve().parent.parent / "benchmarks/data/measured/h200-2026-11-27/optimizer_steps.jsonl"
     seen = {}
     for line in path.read_text().splitlines():

@@ -14,7 +14,8 @@ import pytest
 
 from core import CalcError, Network, Node, analyze
 from core.devices import Device
-from core.paleo import Estimate, PassTime, estimate
+from core.paleo import Estimate, estimate
+from core.terms import PassTime
 
 
 def reference(e: Estimate) -> Estimate:

@@ -20,7 +20,7 @@ from torch.profiler import ProfilerActivity, profile
 
 from core import zoo
 from core.graph import compile_network
-from core.paleo import network_work
+from core.work import network_work
 
 # top-level ATen ops that launch no kernel: views, and dropout in eval mode (it returns its input); except where
 # one copies (``copies``)

@@ -4,10 +4,11 @@ import pytest
 
 from core import CalcError, Network, Node, analyze
 from core.api import estimate, scaling
+from core.communication import allreduce_time
 from core.devices import Device, Interconnect
-from core.paleo import allreduce_time, conv_algorithm_flops
 from core.precision import OPTIMIZERS
 from core.roofline import RooflinePoint, attainable, bound, ridge
+from core.work import conv_algorithm_flops
 
 # A made-up device with round numbers so every time below can be checked by hand.
 TOY = Device(id="toy", name="Toy", vendor="test", kind="GPU", year=2020,

@@ -78,7 +78,7 @@ def test_the_optimizer_step_pays_its_cost_per_parameter_tensor_and_its_kernels_b
     assert estimate(three(), BACKWARD, batch_size=2, optimizer="adam").update.bytes == 3456
     # a bias is a tensor of its own, a BatchNorm has two: resnet18 has 62 (torchvision's parameters())
     from core.api import analyze
-    from core.paleo import param_tensors
+    from core.work import param_tensors
 
     assert sum(param_tensors(n) for n in analyze("resnet18").compiled.nodes) == 62
 
@@ -126,7 +126,7 @@ def test_the_cli_prints_the_training_forward_only_where_it_differs():
     """The printed forward + backward + update must add up to the printed step: a device with training-forward
     figures gets its own line (4.9856e-5 s by hand above, printed as the CLI prints times: 0.050 ms), one without
     none."""
-    from core.cli import format_estimate
+    from core.cli_text import format_estimate
 
     dev = dataclasses.replace(BACKWARD, train_efficiency={"linear": 0.25, "elementwise": 0.125},
                               train_overhead={"linear": 2e-5, "elementwise": 4e-6})
@@ -141,8 +141,8 @@ def test_the_cli_prints_the_training_forward_only_where_it_differs():
 def test_every_optimizer_has_its_per_parameter_loop_accesses():
     """A calibrated CPU's update reads EAGER_ACCESSES by optimizer: an optimizer added to the table without its
     loop's accesses would be a KeyError in every training estimate on such a device."""
-    from core.paleo import EAGER_ACCESSES
     from core.precision import OPTIMIZERS
+    from core.work import EAGER_ACCESSES
 
     assert set(EAGER_ACCESSES) == set(OPTIMIZERS)
     for name in OPTIMIZERS:

@@ -4,8 +4,9 @@
 import pytest
 
 import core
+from core.cpu_threads import small_layer_factor
 from core.devices import Device
-from core.paleo import Estimate, small_layer_factor
+from core.paleo import Estimate
 
 GRAIN = 100e-6
 

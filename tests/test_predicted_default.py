@@ -10,7 +10,8 @@ from core import Network, Node
 from core import gpu_model as gm
 from core.api import estimate
 from core.devices import Device, load_devices
-from core.paleo import PassTime, auto_variant, limiting_term, typical_error
+from core.terms import PassTime, limiting_term
+from core.variants import auto_variant, typical_error
 
 DB = load_devices()
 TOY = Device(id="toy-gpu", name="Toy GPU", vendor="test", kind="GPU", year=2020,
@@ -172,7 +173,7 @@ def test_the_cli_labels_a_prediction_with_its_typical_error_and_the_bound():
 
 
 def test_the_batch_below_which_launch_overhead_dominates(toy_params):
-    from core.paleo import overhead_limited_up_to
+    from core.sweeps import overhead_limited_up_to
     runs = [estimate(two_layer(), TOY, batch_size=b) for b in (1, 2, 2000)]
     # batches 1 and 2: both layers launch-bound (share 1); batch 2000: both memory-bound (share 0), see above
     assert [e.overhead_share for e in runs] == pytest.approx([1.0, 1.0, 0.0])

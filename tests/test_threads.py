@@ -12,9 +12,10 @@ import pytest
 
 import core
 from core.bridge.timing import default_threads, thread_mismatch
-from core.cli import calibration_line, format_estimate, main
+from core.cli import main
+from core.cli_text import calibration_line, format_estimate
+from core.cpu_threads import calibrated_threads
 from core.devices import load_devices, save_user_devices
-from core.paleo import calibrated_threads
 
 ROOT = Path(__file__).resolve().parent.parent
 QUALITY = {"threads": 2, "held_out_error": 0.36, "held_out": {"mnist_cnn": 0.12, "squeezenet1_0": -0.36,
@@ -152,7 +153,7 @@ def test_cli_estimate_threads(db, tmp_path, capsys):
 
 
 def test_the_threads_hint_is_for_a_multi_thread_calibration_without_a_grain_that_missed_its_held_out_networks():
-    from core.paleo import THREADS_HINT_ABOVE, threads_hint
+    from core.cpu_threads import THREADS_HINT_ABOVE, threads_hint
 
     assert THREADS_HINT_ABOVE == 0.2
     assert threads_hint({"threads": 2, "held_out_error": 0.36}).startswith("this calibration at 2 threads predates")

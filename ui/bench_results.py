@@ -6,8 +6,8 @@ from __future__ import annotations
 import streamlit as st
 
 from core.bridge.timing import implied_ppp, thread_mismatch
-from core.cli import calibration_line
-from core.paleo import threads_hint
+from core.cli_text import calibration_line
+from core.cpu_threads import threads_hint
 from ui import benchmark as bm
 from ui.charts import lines_chart, scatter_chart, show
 from ui.tables import dataframe

@@ -63,7 +63,7 @@ def across_input(network: core.Network) -> str | None:
 def thread_choices(cpus: int | None, db) -> list[int]:
     """The page's threads picks: ``TORCH_DEFAULT``, then 1 … the CPUs here (and 'local''s calibrated count, were it
     more: a device file from a larger machine)."""
-    from core.paleo import calibrated_threads
+    from core.cpu_threads import calibrated_threads
 
     local = db.devices.get("local")
     most = max(cpus or 1, (calibrated_threads(local) or 0) if local is not None else 0)
@@ -96,7 +96,7 @@ def thread_label(choice: int, torch_n: int | None = None) -> str:
 def threads_note(choice: int, db, torch_n: int | None = None) -> tuple[str, str | None]:
     """(what the page's runs use, and why; a warning where 'local' was calibrated at another count, else None)."""
     from core.bridge.timing import default_threads
-    from core.paleo import calibrated_threads
+    from core.cpu_threads import calibrated_threads
 
     rule, why = default_threads(db)
     if choice == TORCH_DEFAULT:

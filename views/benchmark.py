@@ -22,7 +22,7 @@ import core
 from core.api import estimate
 from core.bridge.timing import CPU_DTYPES, PASSES
 from core.choices import DEFAULT_DTYPE
-from core.cli import calibration_line
+from core.cli_text import calibration_line
 from ui import bench_results, live
 from ui import benchmark as bm
 from ui import devices_actions as act

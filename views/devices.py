@@ -7,9 +7,9 @@ import json
 import pandas as pd
 import streamlit as st
 
-from core.cli import calibration_line
+from core.cli_text import calibration_line
+from core.cpu_threads import calibrated_threads
 from core.devices import KINDS, PRECISION_KEYS, USER_PATH
-from core.paleo import calibrated_threads
 from ui import devices_actions as act
 from ui import devices_form as df
 from ui.charts import roofline_chart, show

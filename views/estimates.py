@@ -8,8 +8,9 @@ import streamlit as st
 from core import CalcError
 from core.api import estimate, scaling, sweep
 from core.choices import ALLREDUCE, CONV_ALGORITHMS, SCALING_MODES
-from core.cli import calibration_line
-from core.paleo import limiting_term, overhead_limited_up_to
+from core.cli_text import calibration_line
+from core.sweeps import overhead_limited_up_to
+from core.terms import limiting_term
 from ui.charts import bars_chart, lines_chart, memory_chart, show
 from ui.state import devices, page, time_settings
 from ui.tables import dataframe

@@ -607,11 +607,11 @@ def _backward_cost(network, batch: int, peak: float, bandwidth: float) -> tuple[
     import dataclasses
 
     from ..graph import compile_network
-    from ..paleo import _layer_work
+    from ..work import layer_work
 
     node = compile_network(network).nodes[0]
     node = dataclasses.replace(node, grad_in=(_input_grad(network),) * len(node.inputs), needs_grad=True)
-    w = _layer_work(node, False).backward
+    w = layer_work(node, False).backward
     flops = w.flops * batch
     return flops / peak, ((w.act * 4 + w.xbytes) * batch + w.weights * 4) / bandwidth, flops
 

@@ -21,8 +21,8 @@ import json
 import sys
 from typing import Any
 
+from ..cpu_threads import threads_hint
 from ..errors import CalcError
-from ..paleo import threads_hint
 
 COMMANDS = ("calibrate", "time")
 
@@ -230,7 +230,7 @@ def _to_module(network, device: str):
 
 
 def _local_comparison(report, forward_s: float, threads: int | None = None) -> dict | None:
-    from ..cli import calibration_line
+    from ..cli_text import calibration_line
     from ..devices import load_devices
     from ..paleo import Estimate
     from .timing import implied_ppp, thread_mismatch
@@ -270,7 +270,7 @@ def _time(args) -> int:
 
     network = load_network(args.model)
     if args.input:
-        from ..api import parse_shape
+        from ..shapes import parse_shape
         network = network.with_input_shape(parse_shape(args.input))
     if len(network.inputs) != 1:
         raise CalcError("live timing supports networks with one input", field="model", value=args.model)

@@ -105,7 +105,7 @@ def default_threads(db=None, device: str = "cpu") -> tuple[int | None, str]:
     device ``local`` (this machine, ``python -m core calibrate``) was calibrated at, so a run and its prediction
     match; else torch's default (None: left as torch has it), which is also what ``calibrate`` uses by default.
     ``db``: the devices to look in (default ``core.devices.load_devices()``). torch is not imported."""
-    from ..paleo import calibrated_threads
+    from ..cpu_threads import calibrated_threads
 
     if _device_kind(device) != "cpu":
         return None, "torch's default"
@@ -122,7 +122,7 @@ def thread_mismatch(threads: int | None, device) -> str | None:
     """None when a run at ``threads`` torch threads can be compared with ``device``'s predictions; else why not:
     the device is a CPU calibrated at another count (``calibration.threads``), and its predictions hold at that
     count only."""
-    from ..paleo import calibrated_threads
+    from ..cpu_threads import calibrated_threads
 
     have = calibrated_threads(device) if device is not None else None
     if have is None or threads is None or threads == have:
@@ -586,8 +586,8 @@ def time_module(module, input_shape, batch_size: int = 1, *, device: str = "cpu"
     after); None leaves torch's count. The CLI and the app pass ``default_threads()``: the count 'local' was
     calibrated at, else None. The result's ``threads`` is the count the run used.
     """
-    from ..api import parse_shape
     from ..report import Report, check_batch
+    from ..shapes import parse_shape
 
     shape = parse_shape(input_shape)
     check_batch(batch_size)

@@ -144,7 +144,7 @@ def load_timm(name: str, input_shape: Any = None):
     """The ``core.ir.Network`` of timm model ``name`` (``"convnext_tiny"``, or with a pretrained tag
     ``"resnet50.a1_in1k"``, whose config gives the default input size) for per-sample ``input_shape`` (default: the
     model's ``pretrained_cfg["input_size"]``). Cached: building and tracing take seconds."""
-    from ..api import parse_shape
+    from ..shapes import parse_shape
 
     shape = parse_shape(input_shape) if input_shape is not None else None
     with _LOCK:      # one build and trace at a time: fx patches torch.nn.Module while it traces

@@ -22,7 +22,6 @@ refuse (BatchNorm beyond 5-d, ChannelShuffle on [N, C]).
 
 ``to_module`` registers submodules hierarchically by the node name split on ".", so a network with torchvision's
 layer names (``layer1.0.conv1``, ``features.0``, ``fc``; see ``core.zoo``) has torchvision's ``state_dict`` keys.
-
 torch is imported inside functions only: ``import core`` stays torch-free.
 """
 

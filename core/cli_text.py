@@ -1,0 +1,185 @@
+"""The text the CLI prints: the layer table, the device list, an estimate and a calibrated device's quality line."""
+
+from __future__ import annotations
+
+from .cpu_threads import threads_hint
+from .report import CONVENTION, Report
+from .units import format_bytes
+
+
+def _fmt_int(v: int) -> str:
+    return f"{v:,}"
+
+
+_fmt_bytes = format_bytes
+
+
+def format_table(report: Report) -> str:
+    """A torchinfo-like per-layer table with totals."""
+    head = ("Layer", "Op", "Output shape", "Params", "MACs", "FLOPs fwd", "FLOPs bwd")
+    rows = [(l.name, l.op, "×".join(map(str, l.output_shape)), _fmt_int(l.params), _fmt_int(l.macs),
+             _fmt_int(l.flops), _fmt_int(l.backward_flops)) for l in report.layers]
+    t = report.totals
+    foot = ("Total", "", "", _fmt_int(t["params"]), _fmt_int(t["macs"]), _fmt_int(t["flops"]),
+            _fmt_int(t["backward_flops"]))
+    widths = [max(len(r[i]) for r in [head, foot, *rows]) for i in range(len(head))]
+
+    def line(r):
+        return "  ".join(c.ljust(w) if i < 3 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+
+    rule = "─" * len(line(head))
+    shape = "×".join(map(str, report.input_shape))
+    out = [f"{report.name}  input {report.batch_size}×{shape}  {report.dtype}", rule, line(head), rule,
+           *map(line, rows), rule, line(foot), rule]
+    gm = t["macs"] / 1e9
+    out += [
+        f"Parameters:        {t['params']:,} ({t['trainable_params']:,} trainable) = {_fmt_bytes(t['param_bytes'])}"
+        + (f"  + {t['buffers']:,} buffer elements" if t["buffers"] else ""),
+        f"Forward:           {gm:,.3f} GMACs = {t['flops'] / 1e9:,.3f} GFLOPs",
+        f"Backward:          {t['backward_flops'] / 1e9:,.3f} GFLOPs   "
+        f"training step {t['training_flops'] / 1e9:,.3f} GFLOPs",
+        f"Inference memory:  {_fmt_bytes(t['inference_bytes'])} (weights + peak live activations "
+        f"{_fmt_bytes(t['activation_bytes'])} at {t['activation_peak_at']})",
+        f"Training memory:   {_fmt_bytes(t['training_bytes'])} (weights, gradients, {report.optimizer} state "
+        f"{_fmt_bytes(t['optimizer_bytes'])}, saved activations {_fmt_bytes(t['saved_activation_bytes'])})",
+        f"Convention:        {CONVENTION}",
+    ]
+    return "\n".join(out)
+
+
+def _si(v: float, unit: str) -> str:
+    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= factor:
+            return f"{v / factor:,.2f} {prefix}{unit}"
+    return f"{v:,.2f} {unit}"
+
+
+def _seconds(s: float) -> str:
+    return f"{s * 1e3:,.3f} ms" if s < 1 else f"{s:,.3f} s"
+
+
+def _bound(bound: str) -> str:
+    return "no work to bound" if bound == "none" else f"{bound}-bound"
+
+
+def _intensity(ai: float | None, digits: int = 2) -> str:
+    """None: the work moves no bytes, so it has no arithmetic intensity."""
+    return "—" if ai is None else f"{ai:,.{digits}f}"
+
+
+def _throughput(samples_per_s: float | None) -> str:
+    """None: the network does no work in that pass (0 s), so it has no throughput to state."""
+    return "— samples/s (no work to time)" if samples_per_s is None else f"{samples_per_s:,.1f} samples/s"
+
+
+def format_devices(db) -> str:
+    lines = []
+    for dv in db.devices.values():
+        peaks = ", ".join(f"{k} {_si(v, 'FLOP/s')}" for k, v in dv.peak_flops.items())
+        cap = f", {dv.memory_capacity / 2**30:,.0f} GiB" if dv.memory_capacity else ""
+        lines.append(f"{dv.id:<22} {dv.name} ({dv.kind}, {dv.year}): {peaks}; {_si(dv.memory_bandwidth, 'B/s')}{cap}")
+        lines.append(f"{'':<22} source: {dv.source}" + (f" — {dv.note}" if dv.note else ""))
+    lines.append("")
+    for lk in db.interconnects.values():
+        lines.append(f"{lk.id:<22} {lk.name}: {_si(lk.bandwidth, 'B/s')}; source: {lk.source}")
+    for prob in db.problems:
+        lines.append(f"left out: {prob}")
+    return "\n".join(lines)
+
+
+def _model_line(est) -> str:
+    """What the times are: the fitted prediction with its typical error, or PALEO at its PPP (and why)."""
+    if est.variant == "predicted":
+        e = est.typical_error
+        terms = ("its compute plus its memory time, or its launch overhead where longer (the host's cost per "
+                 "kernel call, as fitted; a cuDNN or cuBLAS call's a fitted multiple of it, a call under autograd "
+                 "another)"
+                 if est.launch == "eager" else
+                 "its compute plus its memory time (CUDA Graphs: no per-kernel host cost; untested: the fit saw "
+                 "eager runs only)")
+        return (f"Time model:     predicted, typically ±{e['median'] * 100:.0f} % (1 in 10 off by more than "
+                f"{e['p90'] * 100:.0f} %; {e['basis']}). Each kernel takes {terms}; "
+                "--ppp or --variant paleo gives classic PALEO\n"
+                f"Fitted on:      {est.variant_reason.split(': ', 1)[-1]}")
+    calibrated = " × the calibrated efficiency of each class of work" if est.device.efficiency else ""
+    if est.ppp == 1 and est.ppp_memory == 1:
+        ppp = f"1.0{calibrated}" if calibrated else "1.0 = datasheet peak, an optimistic bound"
+    else:
+        ppp = f"compute {est.ppp:g}, memory {est.ppp_memory:g}{calibrated}"
+    shown = est.variant_reason.replace("PALEO, as asked; ", "").replace("roofline: max(compute, memory), as asked; ",
+                                                                        "")
+    why = f" ({shown})" if shown and "as asked" not in shown else ""
+    return f"Time model:     {est.variant}, PPP {ppp}{why}"
+
+
+def calibration_line(device) -> str | None:
+    """A calibrated device's quality, one line: the thread count its times are for and how well it predicted the
+    held-out networks of its self-check (``calibration``, core.bridge.calibrate); None for datasheet figures."""
+    cal = device.calibration or {}
+    if not cal:
+        return None
+    threads = cal.get("threads") if device.kind == "CPU" else None
+    parts = [f"calibrated at {threads} torch thread(s)" if threads else "calibrated"]
+    if cal.get("date"):
+        parts[0] += f" on {cal['date'][:10]}"
+    if "held_out_error" in cal:
+        n = len(cal.get("held_out") or {})
+        parts.append(f"predicts held-out networks within {cal['held_out_error'] * 100:.0f} %"
+                     + (f" (median of {n})" if n else ""))
+    hint = threads_hint(cal, device.parallel_grain) if device.kind == "CPU" else None
+    if hint:
+        parts.append(hint)
+    if cal.get("noisy"):
+        parts.append(f"NOISY, kept with --force ({cal.get('unsteady') or 'the machine was busy'})")
+    return "; ".join(parts)
+
+
+def _beside_bound(est, key: str) -> str:
+    b = est.bound
+    return f"  [bound {_seconds(b.totals[key])}]" if b is not None else ""
+
+
+def format_estimate(est) -> str:
+    t, r = est.totals, est.roofline
+    rows = sorted(est.layers, key=lambda row: -row["forward_s"])[:10]
+    width = max(len(row["name"]) for row in rows)
+    if est.variant == "predicted":       # terms overlap: say which term limits how much of the time
+        lim = est.limited_by["forward"]
+        parts = ", ".join(f"{k} {_seconds(lim[k])}" for k in ("compute", "memory", "overhead") if lim[k])
+        forward_detail = f"(limited by {parts})" if parts else "(no work)"
+    else:
+        forward_detail = (
+            f"(compute {_seconds(t['forward_compute_s'])}, memory {_seconds(t['forward_memory_s'])}"
+            + (f" of which {_seconds(t['forward_fresh_s'])} writing {_si(t['forward_fresh_bytes'], 'B')} to fresh "
+               "pages" if t["forward_fresh_s"] else "")
+            + (f", per-layer overhead {_seconds(t['forward_overhead_s'])}" if t["forward_overhead_s"] else "")
+            + ")")
+    cal = calibration_line(est.device)
+    out = [f"{est.report.name} on {est.device.name}, batch {est.report.batch_size}, {est.report.dtype}",
+           _model_line(est),
+           *([f"Calibration:    {cal}"] if cal else []),
+           f"Peak {_si(est.peak, 'FLOP/s')}, bandwidth {_si(est.bandwidth, 'B/s')}, "
+           f"ridge {r['ridge_flop_per_byte']:,.2f} FLOP/byte"
+           + ("; [bound] = PALEO at PPP 1 (datasheet peak and bandwidth; not a floor: Winograd and overlap can "
+              "beat it)" if est.bound is not None else ""),
+           f"Forward:        {_seconds(t['forward_s'])}{_beside_bound(est, 'forward_s')}  {forward_detail}"
+           f"  → {_throughput(t['inference_samples_per_s'])}",
+           *([f"Train forward:  {_seconds(t['training_forward_s'])} (the forward inside a training step: train "
+                f"mode, autograd recording; {est.train_forward_basis})"]
+             if t["training_forward_s"] != t["forward_s"] else []),
+           f"Backward:       {_seconds(t['backward_s'])}{_beside_bound(est, 'backward_s')}",
+           f"Weight update:  {_seconds(t['update_s'])}{_beside_bound(est, 'update_s')} ({est.report.optimizer})"]
+    if est.workers > 1:
+        out.append(f"All-reduce:     {_seconds(t['communication_s'])} ({est.allreduce}, {est.workers} workers over "
+                   f"{est.link.name})")
+    out += [f"Training step:  {_seconds(t['training_step_s'])}{_beside_bound(est, 'training_step_s')}  → "
+            f"{_throughput(t['samples_per_s'])}",
+            f"Roofline:       intensity {_intensity(r['arithmetic_intensity'])} FLOP/byte → {_bound(r['bound'])}, "
+            f"attainable {_si(r['attainable_flop_per_s'], 'FLOP/s')}",
+            "", "Slowest layers (forward):"]
+    for row in rows:
+        ai = row["arithmetic_intensity"]
+        out.append(f"  {row['name']:<{width}}  {_seconds(row['forward_s']):>12}  {row['share'] * 100:5.1f}%  "
+                   f"{_intensity(ai, 1):>9} FLOP/B  "
+                   + (f"limited by {row['limited_by']}" if est.variant == "predicted" else row["bound"]))
+    return "\n".join(out)

@@ -1,0 +1,79 @@
+"""Many estimates of one network: every device × batch size (``sweep``), data-parallel ``scaling`` over worker
+counts, and the batch up to which launch overhead dominates (``overhead_limited_up_to``)."""
+
+from __future__ import annotations
+
+from math import ceil
+from typing import Any
+
+from .choices import DEFAULT_DTYPE, DEFAULT_OPTIMIZER, SCALING_MODES
+from .devices import DeviceDB, resolve_device
+from .errors import CalcError
+from .ir import Network
+from .paleo import Estimate, as_report, estimate
+from .precision import PRECISIONS
+from .report import Report, check_batch
+from .settings import MAX_SWEEP, check_settings, check_workers, choice, sweep_items
+
+
+def overhead_limited_up_to(runs: list[Estimate], share: float = 0.5) -> int | None:
+    """The largest batch of a sweep at which layers limited by launch overhead take at least ``share`` of the
+    forward time: below it, a bigger batch costs little more time (the GPU waits on the host). None where no batch
+    of the sweep is so limited."""
+    limited = [e.report.batch_size for e in runs if e.overhead_share >= share]
+    return max(limited) if limited else None
+
+
+def scaling(model: Report | Network, device: Any, link: Any, workers=(1, 2, 4, 8), batch_size: int = 64,
+            mode: str = "strong", **kw) -> list[dict]:
+    """Data-parallel scaling. strong: the global batch ``batch_size`` is split over K workers (⌈B/K⌉ each, the
+    last ones short when K does not divide B, so a step takes as long as the fullest worker); weak: every worker
+    keeps ``batch_size``. Speed-up is throughput relative to one worker; efficiency = speed-up / K.
+
+    ``workers``: worker counts from 1 to 65,536. A network that does no work (a training step of 0 s) has no
+    throughput: its ``samples_per_s``, ``speedup`` and ``efficiency`` are None."""
+    choice(mode, SCALING_MODES, "mode")
+    counts = [check_workers(k) for k in sweep_items(workers, "workers", limit=1000)]
+    check_batch(batch_size)
+    check_settings(kw, ("workers", "link"), ("dtype", "optimizer", "db"))
+
+    def run(k: int) -> dict:
+        per = ceil(batch_size / k) if mode == "strong" else batch_size
+        t = estimate(model, device, batch_size=per, workers=k, link=link if k > 1 else None, **kw).totals
+        samples = batch_size if mode == "strong" else batch_size * k
+        step = t["training_step_s"]
+        return {"workers": k, "per_worker_batch": per, "compute_s": step - t["communication_s"],
+                "communication_s": t["communication_s"], "training_step_s": step,
+                "samples_per_s": samples / step if step else None}
+
+    runs = {k: run(k) for k in dict.fromkeys((1, *counts))}     # one worker is the baseline, run once
+    base = runs[1]["samples_per_s"]
+    rows = []
+    for k in counts:
+        row = dict(runs[k])
+        row["speedup"] = row["samples_per_s"] / base if base and row["samples_per_s"] is not None else None
+        row["efficiency"] = row["speedup"] / k if row["speedup"] is not None else None
+        rows.append(row)
+    return rows
+
+
+def sweep(model: Report | Network, devices, batch_sizes, dtype: str | None = DEFAULT_DTYPE, *,
+          optimizer: str = DEFAULT_OPTIMIZER, db: DeviceDB | None = None, **kw) -> list[Estimate]:
+    """Estimates for every device × batch size on one analysis (what the app's device comparison and
+    time-vs-batch charts use). ``dtype=None`` picks fp32 where a device has it, else its first precision."""
+    check_settings(kw)
+    compiled = as_report(model, 1, DEFAULT_DTYPE, optimizer).compiled
+    devs = [resolve_device(d, db) for d in sweep_items(devices, "devices")]
+    batches = [check_batch(b) for b in sweep_items(batch_sizes, "batch_sizes")]
+    if len(devs) * len(batches) > MAX_SWEEP:
+        raise CalcError(f"{len(devs):,} devices × {len(batches):,} batch sizes is more than {MAX_SWEEP:,} estimates",
+                        field="batch_sizes", value=len(batches))
+    out = []
+    for dev in devs:
+        dt = dtype or ("fp32" if "fp32" in dev.peak_flops
+                       else next((k for k in dev.precisions if k in PRECISIONS), None))
+        if dt is None:
+            raise CalcError(f"{dev.name} has no precision this calculator knows", node=dev.id, field="peak_flops",
+                            value=list(dev.peak_flops))
+        out += [Estimate(Report(compiled, b, dt, optimizer), dev, **kw) for b in batches]
+    return out
