@@ -22,7 +22,7 @@ import errno
 import json
 import os
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from math import isfinite
 from pathlib import Path
@@ -344,6 +344,9 @@ class DeviceDB:
     interconnects: dict    # id → Interconnect
     problems: tuple = ()   # "id: field: message" for each entry left out
     left_out: tuple = ()   # one message per user file or document left out whole (also in ``problems``)
+    # (id, sentence) for each user entry left out, (None, sentence) for a user file left out whole: what an unknown
+    # id's error adds, naming the file and the reason
+    causes: tuple = ()
 
     # -- lookup -----------------------------------------------------------------------------------------------
     def device(self, query: str) -> Device:
@@ -352,8 +355,7 @@ class DeviceDB:
     def link(self, query: str) -> Interconnect:
         return self._find(query, self.interconnects, "interconnect")
 
-    @staticmethod
-    def _find(query: str, table: dict, what: str):
+    def _find(self, query: str, table: dict, what: str):
         if not isinstance(query, str):
             raise DeviceError(f"expected a {what} id or name, not {type(query).__name__}", field=what, value=query)
         q = query.strip().lower()
@@ -371,7 +373,13 @@ class DeviceDB:
         hint = f"; closest: {', '.join(ids)}" if ids else ""
         if len(partial) > 1:
             hint = f"; it matches several: {', '.join(i.id for i in partial[:8])}"
-        raise DeviceError(f"unknown {what} '{query}'{hint}", field=what, value=query)
+        raise DeviceError(f"unknown {what} '{query}'{hint}{self._cause(q)}", field=what, value=query)
+
+    def _cause(self, q: str) -> str:
+        """Why an id may be missing: its own entry left out of a user file, else every user file left out whole."""
+        own = [text for ident, text in self.causes if ident is not None and ident.lower() == q]
+        whole = [text for ident, text in self.causes if ident is None]
+        return f" ({'; '.join(own or whole)})" if own or whole else ""
 
     # -- user devices -----------------------------------------------------------------------------------------
     def add(self, spec: dict) -> "DeviceDB":
@@ -387,22 +395,22 @@ class DeviceDB:
             raise DeviceError(problem[1], node=spec.get("id") if isinstance(spec.get("id"), str) else "new device",
                               field=problem[0])
         if is_link:
-            return DeviceDB(self.devices, {**self.interconnects, spec["id"]: _make_link(spec)}, self.problems)
-        return DeviceDB({**self.devices, spec["id"]: _make_device(spec)}, self.interconnects, self.problems)
+            return replace(self, interconnects={**self.interconnects, spec["id"]: _make_link(spec)})
+        return replace(self, devices={**self.devices, spec["id"]: _make_device(spec)})
 
     def remove(self, id_: str) -> "DeviceDB":
         if not isinstance(id_, str):
             raise DeviceError("expected a device or interconnect id", field="id", value=id_)
         if id_ in self.devices:
-            return DeviceDB({k: v for k, v in self.devices.items() if k != id_}, self.interconnects, self.problems)
+            return replace(self, devices={k: v for k, v in self.devices.items() if k != id_})
         if id_ in self.interconnects:
-            return DeviceDB(self.devices, {k: v for k, v in self.interconnects.items() if k != id_}, self.problems)
+            return replace(self, interconnects={k: v for k, v in self.interconnects.items() if k != id_})
         raise DeviceError("no such device or interconnect", field="id", value=id_)
 
     def merged(self, other: "DeviceDB") -> "DeviceDB":
         """This database with ``other``'s entries added (replacing those with the same id) and its problems."""
         return DeviceDB({**self.devices, **other.devices}, {**self.interconnects, **other.interconnects},
-                        self.problems + other.problems, self.left_out + other.left_out)
+                        self.problems + other.problems, self.left_out + other.left_out, self.causes + other.causes)
 
     def user_entries(self) -> dict:
         return {"schema": SCHEMA_NAME, "version": SCHEMA_VERSION,
@@ -419,14 +427,16 @@ def _text(value: Any) -> str:
     return text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN - 1] + "…"
 
 
-def parse_devices(data: Any, *, where: str = "device_specs.json", user: bool = False) -> DeviceDB:
-    """Validate a parsed document entry by entry; bad entries go to ``problems``, the rest load."""
+def parse_devices(data: Any, *, where: str = "device_specs.json", user: bool = False, shown: str = "") -> DeviceDB:
+    """Validate a parsed document entry by entry; bad entries go to ``problems``, the rest load. ``shown``: the
+    user file as the user knows it (``~/.cnn_calc/devices.json``), which ``causes`` name."""
     if not isinstance(data, dict):
         raise DeviceError(f"expected a JSON object, got {type(data).__name__}", node=where)
     if data.get("schema") != SCHEMA_NAME or data.get("version") != SCHEMA_VERSION:
         raise DeviceError(f"expected schema '{SCHEMA_NAME}' version {SCHEMA_VERSION}", node=where, field="schema",
                           value=f"{_text(data.get('schema'))} v{_text(data.get('version'))}")
     problems: list[str] = []
+    causes: list[tuple] = []
     out = []
     for key, schema, make in (("devices", DEVICE_SCHEMA, _make_device),
                               ("interconnects", INTERCONNECT_SCHEMA, _make_link)):
@@ -442,10 +452,12 @@ def parse_devices(data: Any, *, where: str = "device_specs.json", user: bool = F
                 problem = ("id", "duplicate id")
             if problem:
                 problems.append(f"{ident}: {problem[0]}: {problem[1]}")
+                if shown:
+                    causes.append((ident, f"its entry in {shown} was left out: {problem[0]}: {problem[1]}"))
                 continue
             table[entry["id"]] = make({**entry, "user": user or entry.get("user", False)})
         out.append(table)
-    return DeviceDB(out[0], out[1], tuple(problems))
+    return DeviceDB(out[0], out[1], tuple(problems), causes=tuple(causes))
 
 
 def _read(path: Path) -> Any:
@@ -474,14 +486,22 @@ def _load_cached(path: str, mtime: float) -> DeviceDB:
     return parse_devices(_read(Path(path)), where=Path(path).name)
 
 
-def _user_part(read, where: str) -> DeviceDB:
+def _user_part(read, where: str, shown: str) -> DeviceDB:
     """The user's entries; a user document that cannot be read or is not a device document at all is left out
-    whole, reported as one problem (the built-in database still loads)."""
+    whole, reported as one problem (the built-in database still loads). ``shown``: the file as the user knows it."""
     try:
-        return parse_devices(read(), where=where, user=True)
+        return parse_devices(read(), where=where, user=True, shown=shown)
     except DeviceError as e:
         message = f"{where}: the whole file is left out: {e.reason}"
-        return DeviceDB({}, {}, (message,), (message,))
+        return DeviceDB({}, {}, (message,), (message,), ((None, f"{shown} was left out: {e.reason}"),))
+
+
+def shown_path(path: Path) -> str:
+    """A path as its user knows it: under the home folder, from ``~``."""
+    try:
+        return "~/" + str(path.resolve().relative_to(Path.home().resolve()))
+    except (OSError, RuntimeError, ValueError):
+        return str(path)
 
 
 def load_devices(path: str | Path | None = None, user_path: str | Path | None = USER_PATH, *,
@@ -503,9 +523,11 @@ def load_devices(path: str | Path | None = None, user_path: str | Path | None = 
         raise DeviceError(f"cannot read: {getattr(e, 'strerror', None) or e}", node=str(p)) from None
     db = _load_cached(str(p), mtime)
     if user_path is not None and _exists(Path(user_path)):
-        db = db.merged(_user_part(lambda: _read(Path(user_path)), Path(user_path).name))
+        db = db.merged(_user_part(lambda: _read(Path(user_path)), Path(user_path).name,
+                                  f"your devices file {shown_path(Path(user_path))}"))
     if user_data is not None:
-        db = db.merged(_user_part(lambda: read_devices_document(user_data), "uploaded devices"))
+        db = db.merged(_user_part(lambda: read_devices_document(user_data), "uploaded devices",
+                                  "your uploaded devices file"))
     return db
 
 

@@ -129,3 +129,29 @@ def test_a_user_file_left_out_whole_is_named_in_left_out(tmp_path):
     one_bad_entry = {"schema": "cnn-calc/devices", "version": 1, "devices": [{"id": "x"}]}
     bad.write_text(json.dumps(one_bad_entry))
     assert load_devices(user_path=bad).left_out == ()
+
+
+def test_an_unknown_device_names_the_user_file_that_was_left_out_and_why(tmp_path, monkeypatch):
+    """'unknown device' alone misleads when the device was in a user file that could not be read: the error names
+    the file (from ~ under the home folder) and the reason, for the whole file and for one entry of it."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / ".cnn_calc").mkdir()
+    user = tmp_path / ".cnn_calc" / "devices.json"
+    user.write_bytes(b"\xff\xfe not a document")
+    with pytest.raises(DeviceError) as err:
+        load_devices(user_path=user).device("local")
+    assert "unknown device 'local' (your devices file ~/.cnn_calc/devices.json was left out: " in str(err.value)
+    assert "UTF-8" in str(err.value)
+    user.write_text(json.dumps(doc({**GOOD, "id": "local", "memory_bandwidth": 0})))
+    db = load_devices(user_path=user)
+    with pytest.raises(DeviceError) as err:
+        db.device("local")
+    assert "(its entry in your devices file ~/.cnn_calc/devices.json was left out: memory_bandwidth: " in \
+        str(err.value)
+    with pytest.raises(DeviceError) as err:      # another id: its file was read, so nothing is said of it
+        db.device("nonesuch")
+    assert "left out" not in str(err.value)
+    # an upload that is not a document: named as the upload
+    with pytest.raises(DeviceError) as err:
+        load_devices(user_path=None, user_data=b"\xff").device("local")
+    assert "(your uploaded devices file was left out: " in str(err.value)
