@@ -1,6 +1,6 @@
 """Every number here is worked out by hand (arithmetic in the comment beside it), never copied from the engine.
 
-Conventions checked (core/registry.py, core/ops.py): shapes per sample, batch N first in reports; 1 MAC = 2 FLOPs for
+Conventions checked (core/registry.py, core/ops/): shapes per sample, batch N first in reports; 1 MAC = 2 FLOPs for
 conv/linear (bias add absorbed); elementwise, norm and pool ops add FLOPs but no MACs.
 
 Also holds the golden per-layer tables (tests/golden/*.txt): each golden row is checked against a hand-computed row

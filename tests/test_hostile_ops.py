@@ -15,7 +15,7 @@ import pytest
 
 from core import REGISTRY, Network, NetworkError, Node, analyze
 from core.graph import compile_network
-from core.ops import _adaptive_bins
+from core.ops.pooling import _adaptive_bins
 from core.registry import MAX_DIM, REQUIRED
 from errors_ref import network_error
 
