@@ -40,7 +40,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.bridge.calibrate import _cpu_name  # the CPU name as calibrate records it (torch stays unloaded)
+from core.bridge.calibrate_suites import _cpu_name  # the CPU name as calibrate records it (torch stays unloaded)
 from core.bridge.torchvision_zoo import ARCH_KWARGS  # GoogLeNet without its aux heads, as the calculator builds it
 
 NETWORKS = ("resnet50", "resnet18", "vgg16", "mobilenet_v2", "densenet121", "efficientnet_b0", "resnext50_32x4d",

@@ -100,9 +100,10 @@ def test_calibration_saves_local_and_shows_its_peak(user_devices):
 
 
 def test_a_run_the_memory_guard_refuses_is_an_error_not_a_traceback(monkeypatch):
+    import core.bridge.memory as memory
     import core.bridge.timing as timing
 
-    monkeypatch.setattr(timing, "available_memory", lambda device="cpu": 1_000_000)     # 1 MB "free"
+    monkeypatch.setattr(memory, "available_memory", lambda device="cpu": 1_000_000)     # 1 MB "free"
     at = _page()
     at.button(key="bench_time").click().run()
     assert not at.exception

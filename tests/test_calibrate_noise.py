@@ -26,17 +26,10 @@ import pytest
 
 from core.bridge import calibrate as cal
 from core.bridge import cli_ext
-from core.bridge.calibrate import (
-    HELD_OUT,
-    Gate,
-    Unsteady,
-    _calibrate,
-    _every_class,
-    percentile,
-    quantity_spread,
-    save_local,
-    spread,
-)
+from core.bridge.calibrate import _calibrate, save_local
+from core.bridge.calibrate_fit import _every_class
+from core.bridge.calibrate_suites import HELD_OUT
+from core.bridge.noise_gate import Gate, Unsteady, percentile, quantity_spread, spread
 from core.devices import Device, load_devices
 from core.graph import compile_network
 from core.paleo import Estimate
@@ -112,7 +105,7 @@ def test_a_quantity_that_stays_unsteady_is_refused_after_the_retries_naming_it_a
 def test_a_per_call_overhead_quantity_has_its_own_wider_limit():
     """Runs of 1.0, 1.1, 1.3, 1.45, 2.0: IQR (1.45 − 1.1) ÷ median 1.3 = 27 %: above the 25 % of a suite, within the
     35 % of a per-call overhead (tiny layers' µs timings, read at their lowest decile)."""
-    from core.bridge.calibrate import OVERHEAD_SPREAD_LIMIT
+    from core.bridge.noise_gate import OVERHEAD_SPREAD_LIMIT
 
     runs = (1.0, 1.1, 1.3, 1.45, 2.0)
     assert OVERHEAD_SPREAD_LIMIT == 0.35
@@ -259,7 +252,8 @@ def test_the_parallel_grain_is_fitted_on_whole_networks_at_more_than_one_thread(
     """The fake's networks run with a true grain of 10 µs × 1.25⁸ (a grid value, ≈ 59.6 µs): the fit over the grid
     finds it — the single-layer figures are fitted exactly, so only the true grain reproduces the networks' times;
     a truth without one gives 0; at one thread there is nothing to fit and no field."""
-    from core.bridge.calibrate import GRAIN_FIT, GRAIN_GRID
+    from core.bridge.calibrate_fit import GRAIN_GRID
+    from core.bridge.calibrate_suites import GRAIN_FIT
 
     true = 10e-6 * 1.25 ** 8
     assert GRAIN_GRID[9] == pytest.approx(true)
@@ -301,7 +295,7 @@ def test_a_suite_layer_far_below_its_class_is_left_out_and_named():
     0.35 × 1e11 = 1.9 ms, against 2 × 4096² × 4 B = 134 MB at 1e10 B/s = 13 ms: ÷ 50 is still > 10× off), more than
     OUTLIER_FACTOR (10) times below the class's median (its two other layers' 0.35 and its own): it is left out,
     the class keeps the truth, and the note names it. Without the rule, Σc ÷ Σ(t − m − o) is dominated by it."""
-    from core.bridge.calibrate import OUTLIER_FACTOR
+    from core.bridge.calibrate_fit import OUTLIER_FACTOR
 
     assert OUTLIER_FACTOR == 10.0
     spec = run(Fake(bwd_slow={(4096,): 50.0}))
@@ -317,7 +311,7 @@ def test_a_suite_layer_far_below_its_class_is_left_out_and_named():
 
 
 def test_the_backward_cost_of_a_suite_layer_is_the_engines_with_its_input_gradient():
-    from core.bridge.calibrate import _backward_cost
+    from core.bridge.calibrate_fit import _backward_cost
     from core.ir import Network, Node
 
     net = Network.make("linear", {"x": (1024,)}, [Node.make("linear", "linear", "x", out_features=1024, bias=False)])
@@ -330,7 +324,7 @@ def test_the_backward_cost_of_a_suite_layer_is_the_engines_with_its_input_gradie
 
 
 def test_a_stems_backward_cost_has_no_input_gradient():
-    from core.bridge.calibrate import _backward_cost
+    from core.bridge.calibrate_fit import _backward_cost
     from core.ir import Network, Node
 
     net = Network.make("conv2d", {"x": (3, 224, 224)}, [Node.make("conv2d", "conv2d", "x", out_channels=64,

@@ -360,7 +360,8 @@ def test_save_local_and_estimate_on_it(spec, tmp_path):
 def test_calibrate_records_its_thread_count_and_held_out_self_check(spec):
     """The quality record (issue 14): the thread count asked for, the held-out networks' errors and their median,
     the largest spread kept; structure only, no figure is asserted."""
-    from core.bridge.calibrate import HELD_OUT, OVERHEAD_SPREAD_LIMIT, SPREAD_LIMIT
+    from core.bridge.calibrate_suites import HELD_OUT
+    from core.bridge.noise_gate import OVERHEAD_SPREAD_LIMIT, SPREAD_LIMIT
 
     rec = spec["calibration"]
     assert rec["threads"] == 1 and rec["spread"] >= 0

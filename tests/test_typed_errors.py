@@ -52,12 +52,12 @@ def test_a_sweep_ends_at_a_refused_batch_but_any_other_error_passes_through():
 
 
 def test_timing_several_networks_keeps_refusals_as_rows_and_passes_a_stop_through(monkeypatch):
-    import core.bridge.timing as timing
+    import core.bridge.memory as memory
 
-    monkeypatch.setattr(timing, "available_memory", lambda device="cpu": 1)        # every network refused
+    monkeypatch.setattr(memory, "available_memory", lambda device="cpu": 1)        # every network refused
     rows = bm.time_networks(["mnist_cnn"], warmup=0, repeats=1, threads=1)
     assert rows[0]["network"] == "mnist_cnn" and "memory model" in rows[0]["refused"]
-    monkeypatch.setattr(timing, "available_memory", lambda device="cpu": None)     # unknown: nothing refused
+    monkeypatch.setattr(memory, "available_memory", lambda device="cpu": None)     # unknown: nothing refused
     with pytest.raises(Cancelled):
         bm.time_networks(["mnist_cnn"], cancel=lambda: True, warmup=0, repeats=1, threads=1)
     assert not busy()

@@ -1,0 +1,135 @@
+"""Fitting calibration's figures from its timings, the way ``core.paleo`` uses them.
+
+A class's efficiency is the factor that makes PALEO's sum ``c / efficiency + m + fresh + overhead`` reproduce its
+suite's measured time ``t``: ``Σc / Σ(t − m − fresh − overhead)`` over the suite, clamped to [1e-4, 1]. The engine
+counts each layer's FLOPs and bytes and splits its forward time (or backward, ``_backward_cost``), at the measured
+fp32 peak and bandwidth, into compute ``c`` and memory ``m``; ``fresh`` is the run's counted fresh-page bytes at the
+page-fault rate; ``overhead`` the class's tiny layer. A layer ``OUTLIER_FACTOR`` times below its class's median
+(``OUTLIER_CLASSES`` only) is left out. ``_every_class`` gives a class without a suite its fallback's figure;
+``_fit_grain`` picks ``parallel_grain`` from ``GRAIN_GRID`` by the whole networks' forward error.
+More, with the figures behind each choice: docs/cpu-calibration.md.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+from ..registry import WORK_CLASSES, WORK_FALLBACK
+from .calibrate_suites import GRAIN_FIT, _input_grad, _time_networks
+from .noise_gate import Gate
+
+# a suite layer whose efficiency is this many times below its class's median is left out of the class's figure:
+# Σc ÷ Σ(t − …) is time-weighted, so one disturbed run of a large layer would decide it (docs/cpu-calibration.md,
+# "Notes from the code": what it did)
+OUTLIER_FACTOR = 10.0
+# only where the figure is a compute rate: for the memory-bound classes it is what is left of a layer's time after
+# its bytes at the STREAM bandwidth, which differs by 10× and more between layers that are all steady (a ReLU that
+# stays in cache beats the bandwidth: 1; a global average pool: 0.01–0.09)
+OUTLIER_CLASSES = ("conv", "grouped_conv", "depthwise_conv", "linear")
+GRAIN_GRID = (0.0,) + tuple(10e-6 * 1.25 ** k for k in range(28))     # 0, then 10 µs … ~4 ms
+
+
+def _every_class(measured: dict) -> dict:
+    """A figure for every class of work (``core.registry.WORK_CLASSES``): the measured one, or for a class without
+    a suite of its own (shape: concat and pad are copies) its fallback's (``WORK_FALLBACK``), as the engine would
+    take it anyway."""
+    return {c: measured[c] if c in measured else measured[WORK_FALLBACK[c]] for c in WORK_CLASSES}
+
+
+# == fitting ======================================================================================================
+
+def _backward_cost(network, batch: int, peak: float, bandwidth: float) -> tuple[float, float, float]:
+    """(compute s, memory s, FLOPs) of a one-layer case's backward at fp32, at ``peak`` and ``bandwidth``, as
+    ``core.paleo`` counts the layer inside a network: the engine's backward FLOPs and bytes of the node with its
+    input gradient switched on where the timed input requires one (``_input_grad``)."""
+    import dataclasses
+
+    from ..graph import compile_network
+    from ..work import layer_work
+
+    node = compile_network(network).nodes[0]
+    node = dataclasses.replace(node, grad_in=(_input_grad(network),) * len(node.inputs), needs_grad=True)
+    w = layer_work(node, False).backward
+    flops = w.flops * batch
+    return flops / peak, ((w.act * 4 + w.xbytes) * batch + w.weights * 4) / bandwidth, flops
+
+
+def _efficiencies(timed: dict, peak: float, bandwidth: float, fresh: tuple | None = None,
+                  backward: bool = False) -> dict:
+    """op class → (efficiency, achieved FLOP/s ÷ peak, {layer: (efficiency, achieved ÷ peak)}, overhead s, raw
+    efficiency, layers left out); ``timed``: op class → [(IR network, batch, seconds, fresh bytes)], the tiny layer
+    first (its seconds are the class's overhead). See the module docstring. The suite after the tiny layer gives the
+    efficiency: the suite's compute time over its measured time less memory, page faults and overhead (Σc ÷ Σ(t − m
+    − fresh − overhead)), i.e. what a network made of those layers reaches; it is clamped to [0.0001, 1], and the
+    raw figure (infinite when nothing is left for compute) is what the sanity bounds check. ``fresh`` is the time
+    the run's counted fresh-page bytes take at the page-fault rate: ``core.paleo`` adds that term for a network from
+    its own replay of the allocator, so it must not also hide in the efficiency. ``backward``: the suite's backward
+    runs (``_backward_cost``); the tiny row's fourth figure is then what every single-layer backward pays besides
+    its work (autograd's start and one node), subtracted instead of the per-node overhead. A layer whose efficiency
+    is ``OUTLIER_FACTOR`` times below its class's median (clamped figures; compute classes only,
+    ``OUTLIER_CLASSES``) is left out of the sums (a disturbed run of a large layer would decide the class) and named
+    in the sixth figure."""
+    from ..devices import Device
+    from ..graph import compile_network
+    from ..paleo import Estimate
+    from ..report import Report
+
+    probe = Device(id="local", name="calibration", vendor="-", kind="CPU", year=2000, peak_flops={"fp32": peak},
+                   memory_bandwidth=bandwidth, source="-", efficiency={"conv": 1.0})
+    fault_rate = fresh[1] if fresh else None
+    out = {}
+    for cls, (tiny, *layers) in timed.items():
+        overhead = tiny[2]
+        fixed = overhead if tiny[3] is None else tiny[3]
+        per, sums = {}, [0.0, 0.0, 0.0, 0.0]          # compute, time left for compute, FLOPs, time
+        rows = []
+        for k, (network, batch, t, fresh_bytes) in enumerate(layers):
+            if backward:
+                c, m, flops = _backward_cost(network, batch, peak, bandwidth)
+            else:
+                tot = Estimate(Report(compile_network(network), batch, "fp32"), probe).totals
+                c, m, flops = tot["forward_compute_s"], tot["forward_memory_s"], tot["forward_flops"]
+            faults = fresh_bytes / fault_rate if fault_rate else 0.0
+            left = max(t - m - faults - fixed, 0.0)
+            rows.append((f"{network.name}{k}", c, left, flops, t))
+        clamped = [min(max(c / left, 1e-4), 1.0) if left else 1.0 for _, c, left, _, _ in rows]
+        typical = statistics.median(clamped) if rows and cls in OUTLIER_CLASSES else 0.0
+        left_out = []
+        for (name, c, left, flops, t), e in zip(rows, clamped):
+            per[name] = (e, flops / t / peak)
+            if e * OUTLIER_FACTOR < typical:
+                left_out.append(name)
+            else:
+                sums = [sums[0] + c, sums[1] + left, sums[2] + flops, sums[3] + t]
+        raw = sums[0] / sums[1] if sums[1] else float("inf")
+        eff = min(max(raw, 1e-4), 1.0)
+        out[cls] = (eff, sums[2] / sums[3] / peak if sums[3] else 0.0, per, overhead, raw, tuple(left_out))
+    return out
+
+
+def _layer_flops(network, batch: int) -> int:
+    from ..graph import compile_network
+
+    return compile_network(network).flops * batch
+
+
+def _fit_grain(machine, spec: dict, gate: Gate, budget: float) -> tuple[float, float]:
+    """(parallel_grain, the fit's mean |log(predicted ÷ measured)|): the ``GRAIN_GRID`` value (the smallest of
+    equals) with which the fitted device predicts the ``GRAIN_FIT`` networks' forward passes best. The suite's
+    layers are timed one by one and hot, where even small layers split among threads; inside a network the small
+    ones do not gain (bench_predict, 2 threads on 2 cores: ShuffleNet V2 ran no faster than at 1 thread, while the
+    rates fitted on large layers predicted ×1.6)."""
+    from ..devices import Device
+    from ..paleo import Estimate
+
+    reports, runs = _time_networks(machine, GRAIN_FIT, gate, "grain-fit network timings", budget)
+    measured = [statistics.median(t) for t in runs]
+    best = None
+    for grain in GRAIN_GRID:
+        device = Device(**{**spec, "parallel_grain": grain, "calibration": {"threads": machine.threads}})
+        err = statistics.fmean(abs(math.log(Estimate(r, device).totals["forward_s"] / t))
+                               for r, t in zip(reports, measured))
+        if best is None or err < best[1] - 1e-12:
+            best = (grain, err)
+    return best
