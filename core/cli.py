@@ -78,6 +78,9 @@ def _parser() -> argparse.ArgumentParser:
                         "calibrated at (the default); another count is refused")
     e.add_argument("--file", help="a device JSON file instead of device_specs.json")
     e.add_argument("--json", action="store_true")
+    e.add_argument("--explain", action="store_true",
+                   help="say how the times are made: the model's terms, the basis of its typical error, what it was "
+                        "fitted on, and the forward inside a training step")
 
     from .bridge import cli_ext  # time and calibrate: torch is imported only when they run
     cli_ext.add_subcommands(sub)
@@ -149,7 +152,8 @@ def _run(args) -> int:
                        conv_algorithm=args.conv_algo, fused=args.fused, workers=args.workers, link=args.link,
                        ppp_comm=args.ppp_comm, allreduce=args.allreduce, launch=args.launch, input_shape=args.input,
                        threads=args.threads, db=db)
-        text = json.dumps(est.to_dict(), indent=1, allow_nan=False) if args.json else format_estimate(est)
+        text = (json.dumps(est.to_dict(), indent=1, allow_nan=False) if args.json
+                else format_estimate(est, explain=args.explain))
         print(text)
         return 0
     from .api import analyze

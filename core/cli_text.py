@@ -139,7 +139,23 @@ def _beside_bound(est, key: str) -> str:
     return f"  [bound {_seconds(b.totals[key])}]" if b is not None else ""
 
 
-def format_estimate(est) -> str:
+def model_summary(est) -> str:
+    """What the times are, in at most 84 characters: the fitted model with its typical error, or PALEO and how."""
+    if est.variant == "predicted":
+        e = est.typical_error
+        return (f"predicted (fitted GPU model), typically ±{e['median'] * 100:.0f} %, 1 in 10 off by > "
+                f"{e['p90'] * 100:.0f} %")
+    name = "PALEO" if est.variant == "paleo" else "roofline, max(compute, memory)"
+    if est.device.efficiency:
+        return f"{name} with this machine's calibrated efficiencies"
+    if est.ppp == 1 and est.ppp_memory == 1:
+        return f"{name} at the datasheet peak (PPP 1): an optimistic bound"
+    return f"{name} at PPP compute {est.ppp:g}, memory {est.ppp_memory:g}"
+
+
+def format_estimate(est, explain: bool = False) -> str:
+    """The times first, then one line on the model; ``explain``: the long form (the terms, the basis of the typical
+    error, what was fitted on what)."""
     t, r = est.totals, est.roofline
     rows = sorted(est.layers, key=lambda row: -row["forward_s"])[:10]
     width = max(len(row["name"]) for row in rows)
@@ -155,28 +171,32 @@ def format_estimate(est) -> str:
             + (f", per-layer overhead {_seconds(t['forward_overhead_s'])}" if t["forward_overhead_s"] else "")
             + ")")
     cal = calibration_line(est.device)
+    bound_note = ("; [bound] = PALEO at PPP 1 (datasheet peak and bandwidth; not a floor: Winograd and overlap can "
+                  "beat it)" if explain else "; [bound] = PALEO at PPP 1") if est.bound is not None else ""
+    train_forward = ([f"Train forward:  {_seconds(t['training_forward_s'])} (the forward inside a training step: "
+                      f"train mode, autograd recording; {est.train_forward_basis})"]
+                     if t["training_forward_s"] != t["forward_s"] else [])
+    allreduce = ([f"All-reduce:     {_seconds(t['communication_s'])} ({est.allreduce}, {est.workers} workers over "
+                  f"{est.link.name}; in the training step)"] if est.workers > 1 else [])
+    model = ([_model_line(est)] if explain else
+             [f"Time model:     {model_summary(est)}"
+              + ("; --explain says more" if len(model_summary(est)) <= 62 else "")])
     out = [f"{est.report.name} on {est.device.name}, batch {est.report.batch_size}, {est.report.dtype}",
-           _model_line(est),
-           *([f"Calibration:    {cal}"] if cal else []),
-           f"Peak {_si(est.peak, 'FLOP/s')}, bandwidth {_si(est.bandwidth, 'B/s')}, "
-           f"ridge {r['ridge_flop_per_byte']:,.2f} FLOP/byte"
-           + ("; [bound] = PALEO at PPP 1 (datasheet peak and bandwidth; not a floor: Winograd and overlap can "
-              "beat it)" if est.bound is not None else ""),
            f"Forward:        {_seconds(t['forward_s'])}{_beside_bound(est, 'forward_s')}  {forward_detail}"
            f"  → {_throughput(t['inference_samples_per_s'])}",
-           *([f"Train forward:  {_seconds(t['training_forward_s'])} (the forward inside a training step: train "
-                f"mode, autograd recording; {est.train_forward_basis})"]
-             if t["training_forward_s"] != t["forward_s"] else []),
            f"Backward:       {_seconds(t['backward_s'])}{_beside_bound(est, 'backward_s')}",
-           f"Weight update:  {_seconds(t['update_s'])}{_beside_bound(est, 'update_s')} ({est.report.optimizer})"]
-    if est.workers > 1:
-        out.append(f"All-reduce:     {_seconds(t['communication_s'])} ({est.allreduce}, {est.workers} workers over "
-                   f"{est.link.name})")
-    out += [f"Training step:  {_seconds(t['training_step_s'])}{_beside_bound(est, 'training_step_s')}  → "
-            f"{_throughput(t['samples_per_s'])}",
-            f"Roofline:       intensity {_intensity(r['arithmetic_intensity'])} FLOP/byte → {_bound(r['bound'])}, "
-            f"attainable {_si(r['attainable_flop_per_s'], 'FLOP/s')}",
-            "", "Slowest layers (forward):"]
+           f"Weight update:  {_seconds(t['update_s'])}{_beside_bound(est, 'update_s')} ({est.report.optimizer})",
+           f"Training step:  {_seconds(t['training_step_s'])}{_beside_bound(est, 'training_step_s')}  → "
+           f"{_throughput(t['samples_per_s'])}",
+           *train_forward,
+           *allreduce,
+           *model,
+           *([f"Calibration:    {cal}"] if cal else []),
+           f"Peak {_si(est.peak, 'FLOP/s')}, bandwidth {_si(est.bandwidth, 'B/s')}, "
+           f"ridge {r['ridge_flop_per_byte']:,.2f} FLOP/byte" + bound_note,
+           f"Roofline:       intensity {_intensity(r['arithmetic_intensity'])} FLOP/byte → {_bound(r['bound'])}, "
+           f"attainable {_si(r['attainable_flop_per_s'], 'FLOP/s')}",
+           "", "Slowest layers (forward):"]
     for row in rows:
         ai = row["arithmetic_intensity"]
         out.append(f"  {row['name']:<{width}}  {_seconds(row['forward_s']):>12}  {row['share'] * 100:5.1f}%  "

@@ -29,7 +29,32 @@ def test_estimate_json_has_the_documented_keys():
 
 def test_estimate_table_says_what_ppp_1_means():
     p = run("estimate", "mnist_cnn", "--device", "v100-sxm2", "--variant", "paleo")
+    assert p.returncode == 0 and "PALEO at the datasheet peak (PPP 1): an optimistic bound" in p.stdout
+    p = run("estimate", "mnist_cnn", "--device", "v100-sxm2", "--variant", "paleo", "--explain")
     assert p.returncode == 0 and "PPP 1.0 = datasheet peak" in p.stdout
+
+
+@pytest.mark.parametrize("args", [
+    ("resnet50", "--device", "t4", "--batch", "64"),                     # predicted
+    ("vgg16", "--device", "epyc-9654"),                                   # PALEO on a CPU
+    ("resnet18", "--device", "v100-sxm2", "--ppp", "0.5"),                # PALEO at a PPP
+    ("resnet18", "--device", "v100-sxm2", "--workers", "4", "--link", "nvlink2", "--batch", "32"),
+])
+def test_estimate_answers_first(args):
+    """The times come first (all four by line 5), then one line of at most 100 characters on the time model;
+    --explain gives the long form of that line (with, for a prediction, what it was fitted on)."""
+    lines = run("estimate", *args).stdout.splitlines()
+    heads = [ln.split(":")[0] for ln in lines[:5]]
+    assert heads[1:] == ["Forward", "Backward", "Weight update", "Training step"], lines[:5]
+    model = next(ln for ln in lines if ln.startswith("Time model:"))
+    assert len(model) <= 100, model
+    long = run("estimate", *args, "--explain").stdout.splitlines()
+    assert long[:5] == lines[:5]
+    explained = next(ln for ln in long if ln.startswith("Time model:"))
+    assert len(explained) > len(model)
+    if "predicted" in model:
+        assert any(ln.startswith("Fitted on:") for ln in long) and not any(ln.startswith("Fitted on:")
+                                                                           for ln in lines)
 
 
 @pytest.mark.parametrize("args, fragment", [
@@ -75,4 +100,6 @@ def test_estimate_table_shows_fresh_pages_and_overhead_on_a_calibrated_cpu():
     text = format_estimate(estimate("mnist_cnn", dev, batch_size=64))
     assert "of which 57.541 ms writing 57.54 MB to fresh pages" in text
     assert "per-layer overhead 0.020 ms" in text        # conv1 and conv2: 2 × 10 µs
+    assert "PALEO with this machine's calibrated efficiencies" in text and "optimistic" not in text
+    text = format_estimate(estimate("mnist_cnn", dev, batch_size=64), explain=True)
     assert "PPP 1.0 × the calibrated efficiency of each class of work" in text and "optimistic" not in text

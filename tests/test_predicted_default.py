@@ -162,13 +162,18 @@ def test_the_cli_labels_a_prediction_with_its_typical_error_and_the_bound():
     e = estimate("resnet18", "v100-sxm2")
     p = run("--device", "v100-sxm2")
     assert p.returncode == 0, p.stderr
+    assert f"predicted (fitted GPU model), typically ±{e.typical_error['median'] * 100:.0f} %, 1 in 10 off by > " \
+        f"{e.typical_error['p90'] * 100:.0f} %" in p.stdout
+    p = run("--device", "v100-sxm2", "--explain")
     assert f"predicted, typically ±{e.typical_error['median'] * 100:.0f} %" in p.stdout
     assert f"[bound {e.bound.totals['forward_s'] * 1e3:,.3f} ms]" in p.stdout
     out = json.loads(run("--device", "v100-sxm2", "--json").stdout)
     assert out["variant"] == "predicted" and out["bound"] and out["typical_error"]["p90"] > 0
     p = run("--device", "v100-sxm2", "--ppp", "0.5")
+    assert "PALEO at PPP compute 0.5, memory 0.5" in p.stdout and "[bound" not in p.stdout
+    p = run("--device", "v100-sxm2", "--ppp", "0.5", "--explain")
     assert "paleo, PPP compute 0.5" in p.stdout and "a PPP was set" in p.stdout and "[bound" not in p.stdout
-    p = run("--device", "radeon-rx-6800")                 # an AMD RDNA2 GPU: no published timings fitted
+    p = run("--device", "radeon-rx-6800", "--explain")    # an AMD RDNA2 GPU: no published timings fitted
     assert "no fitted parameters for rdna2 GPUs" in p.stdout
 
 
