@@ -1,5 +1,6 @@
 """Many estimates of one network: every device × batch size (``sweep``), data-parallel ``scaling`` over worker
-counts, and the batch up to which launch overhead dominates (``overhead_limited_up_to``)."""
+counts, the batch up to which launch overhead dominates (``overhead_limited_up_to``) and the largest batch whose
+memory fits a device (``largest_batch``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from .errors import CalcError
 from .ir import Network
 from .paleo import Estimate, as_report, estimate
 from .precision import PRECISIONS
-from .report import Report, check_batch
+from .report import MAX_BATCH, Report, check_batch
 from .settings import MAX_SWEEP, check_settings, check_workers, choice, sweep_items
 
 
@@ -22,6 +23,32 @@ def overhead_limited_up_to(runs: list[Estimate], share: float = 0.5) -> int | No
     of the sweep is so limited."""
     limited = [e.report.batch_size for e in runs if e.overhead_share >= share]
     return max(limited) if limited else None
+
+
+def largest_batch(report: Report, capacity: float, *, training: bool = True) -> int:
+    """The largest batch whose memory fits in ``capacity`` bytes at the report's precision and optimizer:
+    ``training_bytes`` (weights, gradients, optimizer state, activations saved for backward), or ``inference_bytes``
+    with ``training=False``. 0 where not even one sample fits, ``MAX_BATCH`` at most. Memory grows with the batch, so
+    doubling and then bisection find it in about 2·log2(B) analyses (each is arithmetic on the compiled network)."""
+    if isinstance(capacity, bool) or not isinstance(capacity, (int, float)) or not capacity > 0:
+        raise CalcError("memory capacity must be a positive number of bytes", field="capacity", value=capacity)
+    key = "training_bytes" if training else "inference_bytes"
+
+    def fits(batch: int) -> bool:
+        return Report(report.compiled, batch, report.dtype, report.optimizer).totals[key] <= capacity
+
+    if not fits(1):
+        return 0
+    lo = 1                                   # fits
+    while lo < MAX_BATCH and fits(min(2 * lo, MAX_BATCH)):
+        lo = min(2 * lo, MAX_BATCH)
+    if lo == MAX_BATCH:
+        return lo
+    hi = min(2 * lo, MAX_BATCH)              # does not fit
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
 
 
 def scaling(model: Report | Network, device: Any, link: Any, workers=(1, 2, 4, 8), batch_size: int = 64,

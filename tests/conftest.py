@@ -4,7 +4,7 @@ Marks come from what a test module imports, so a new test file is sorted without
 
 - ``torch``: torch or torchvision (directly, or through tests/torch_ref.py);
 - ``app``: Streamlit (AppTest, or tests/apptest_ref.py);
-- ``browser``: Playwright;
+- ``browser``: Playwright (directly, or through tests/browser_ref.py);
 - ``benchmark``: a script from benchmarks/;
 
 and ``slow`` goes to every test with one of them, so ``pytest -m "not slow"`` is the fast pure-core subset. A test that
@@ -30,7 +30,7 @@ os.environ["CNN_CALC_HOME"] = tempfile.mkdtemp(prefix="cnn_calc_test_home_")
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 # top-level module a test module imports → the mark it gets
 IMPORT_MARKS = {"torch": "torch", "torchvision": "torch", "torch_ref": "torch", "streamlit": "app",
-                "apptest_ref": "app", "playwright": "browser"}
+                "apptest_ref": "app", "playwright": "browser", "browser_ref": "browser"}
 HEAVY = ("torch", "app", "browser", "benchmark")
 
 

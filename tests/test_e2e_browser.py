@@ -2,57 +2,17 @@
 Playwright), the MNIST conv2-128 variant picked in the sidebar, the batch size changed, the totals and the roofline
 chart following. Needs scripts/install_browser.sh (the README's test command runs it)."""
 
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
-
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-ROOT = Path(__file__).resolve().parent.parent
-ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-quic",
-        "--disable-component-update", "--disable-sync"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _start_server():
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-                             "--server.port", str(port), "--server.address", "127.0.0.1"],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            urllib.request.urlopen(f"{url}/_stcore/health", timeout=2)
-            break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        pytest.fail("the Streamlit server did not start within 60 s")
-    return proc, url
+from browser_ref import ARGS, metric, start_server, stop_server
 
 
 @pytest.fixture(scope="module")
 def server():
-    proc, url = _start_server()
+    proc, url = start_server()
     yield url
-    proc.terminate()
-    proc.wait(timeout=20)
-
-
-def _metric(page, label: str) -> str:
-    box = page.locator("[data-testid='stMetric']").filter(has_text=label).first
-    return box.locator("[data-testid='stMetricValue']").inner_text()
+    stop_server(proc)
 
 
 def test_pick_variant_change_batch_see_totals_and_roofline(server):
@@ -61,7 +21,7 @@ def test_pick_variant_change_batch_see_totals_and_roofline(server):
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(server, wait_until="networkidle")
         expect(page.locator("[data-testid='stMetric']").first).to_be_visible(timeout=30000)
-        assert _metric(page, "Parameters") == "1,199,882"
+        assert metric(page, "Parameters") == "1,199,882"
 
         # pick the variant in the sidebar's searchable select box
         page.locator("[data-testid='stSidebar'] [data-testid='stSelectbox']").first.click()
@@ -69,7 +29,7 @@ def test_pick_variant_change_batch_see_totals_and_roofline(server):
         page.keyboard.press("Enter")
         expect(page.locator("[data-testid='stMetric']").filter(has_text="Parameters").first) \
             .to_contain_text("2,398,026", timeout=20000)          # conv2 → 128 channels, fc1 → 18432·128
-        gmacs_b1 = float(_metric(page, "Forward GMACs"))
+        gmacs_b1 = float(metric(page, "Forward GMACs"))
         assert gmacs_b1 == round(23_788_928 / 1e9, 3)         # 11,992,448 + 10,616,832 (conv2) + 1,179,648 (fc1)
 
         # batch 1 → 8 in the number box: MACs follow linearly
@@ -79,7 +39,7 @@ def test_pick_variant_change_batch_see_totals_and_roofline(server):
         expect(page.locator("[data-testid='stMetric']").filter(has_text="Forward GMACs").first) \
             .not_to_contain_text(f"{gmacs_b1:.3f}", timeout=20000)
         # 8 × 23,788,928 MACs (the variant's per-sample count) = 0.190 G, as the page rounds it
-        assert _metric(page, "Forward GMACs") == f"{8 * 23_788_928 / 1e9:,.3f}"
+        assert metric(page, "Forward GMACs") == f"{8 * 23_788_928 / 1e9:,.3f}"
 
         # the roofline page keeps the choice and draws the chart; its network point moves with the batch
         page.wait_for_timeout(1500)                    # let the batch change finish before navigating
@@ -89,7 +49,7 @@ def test_pick_variant_change_batch_see_totals_and_roofline(server):
         expect(chart).to_be_visible(timeout=30000)
         expect(page.locator("h1", has_text="Roofline")).to_be_visible(timeout=20000)
         page.wait_for_timeout(1000)
-        intensity_b8 = _metric(page, "Network intensity")
+        intensity_b8 = metric(page, "Network intensity")
         assert page.locator("[data-testid='stSidebar'] input[type='number']").first.input_value() == "8"
         page.locator("[data-testid='stSidebar'] input[type='number']").first.fill("1")
         page.locator("[data-testid='stSidebar'] input[type='number']").first.press("Enter")
@@ -140,7 +100,7 @@ def test_a_fresh_server_opened_at_a_page_url_keeps_the_app_navigation():
     """Streamlit treats a ``pages/`` folder beside app.py as an old-style page folder when a fresh server's first
     visit is a page URL (the app's pages live in ``views/`` for that reason); the page must still come with app.py's
     menu (titled sections, no "app" entry)."""
-    proc, url = _start_server()
+    proc, url = start_server()
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
@@ -152,8 +112,7 @@ def test_a_fresh_server_opened_at_a_page_url_keeps_the_app_navigation():
             assert not nav.inner_text().startswith("app")
             browser.close()
     finally:
-        proc.terminate()
-        proc.wait(timeout=20)
+        stop_server(proc)
 
 
 LINKED = "/Estimates?model=resnet50&batch=64&dtype=fp16&device=a100-40gb-sxm"
@@ -167,7 +126,7 @@ def _view(page) -> dict:
             **{name: side.locator(f"input[aria-label='{name}']").input_value()     # select boxes: their text box
                for name in ("Network", "Precision", "Device")},
             "batch": side.locator("input[type='number']").first.input_value(),
-            **{label: _metric(page, label) for label in SHOWN}}
+            **{label: metric(page, label) for label in SHOWN}}
 
 
 def _copied_link(page) -> str:

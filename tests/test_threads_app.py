@@ -31,11 +31,12 @@ def calibrated_local():
 
 
 def _caption(device: str) -> str:
+    """The caption under the page's numbers, then what its "How is this computed?" expander says of the time model."""
     at = AppTest.from_file(PAGE, default_timeout=60)
     at.session_state[DEVICE] = device
     at.run()
     assert not at.exception, at.exception
-    return at.caption[0].value
+    return " ".join([at.caption[0].value, *(c.value for c in at.expander[0].caption)])
 
 
 def test_the_estimates_caption_says_the_calibrations_threads_and_quality(calibrated_local):

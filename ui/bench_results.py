@@ -10,6 +10,7 @@ from core.cli_text import calibration_line
 from core.cpu_threads import threads_hint
 from ui import benchmark as bm
 from ui.charts import lines_chart, scatter_chart, show
+from ui.explain import how
 from ui.tables import dataframe
 
 
@@ -23,7 +24,7 @@ def timing(saved: dict, estimate_error: str | None) -> None:
     res, rep, est = saved["result"], saved["report"], saved["estimate"]
     quality = calibration_line(est.device) if est is not None else None
     st.caption(bm.summary(res, rep) + (f" · PALEO predictions for {saved['device']} at PPP {est.ppp:g}"
-                                       if est is not None else "") + (f" ({quality})" if quality else ""))
+                                       if est is not None else ""), help=quality)
     if est is not None and (clash := thread_mismatch(res.threads, est.device)):
         st.warning(f"Not comparable: {clash}.")
     ratio = bm.backward_ratio(res, rep)
@@ -53,7 +54,7 @@ def timing(saved: dict, estimate_error: str | None) -> None:
                   | _numbers("%.2f", "measured ÷ PALEO"))
         if res.layer_coverage is not None:
             st.caption(f"The layers sum to {res.layer_sum_s * 1e3:,.3f} ms, {res.layer_coverage:.0%} of the whole "
-                       "forward: the rest is work no module owns (functional adds, flattens), Python overhead "
+                       "forward.", help="The rest is work no module owns (functional adds, flattens), Python overhead "
                        "between layers and the hooks themselves. Layers without a module have no measured time.")
     st.markdown("**Peak memory: measured vs the memory model**")
     dataframe(bm.memory_table(res), width="stretch", key="bench_memory_table",
@@ -82,7 +83,7 @@ def calibration(cal: dict) -> None:
         st.info(hint[0].upper() + hint[1:] + ".")
     dataframe(bm.calibration_rows(spec), key="bench_cal_table",
               column_config=_numbers("%.4g", "value"))
-    st.caption(spec["note"])
+    how(spec["note"])
 
 
 def timed_networks(rows: list[dict], refused) -> tuple | None:

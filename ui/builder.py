@@ -184,3 +184,29 @@ def changed(table: list[dict], original: list[dict]) -> bool:
     def key(rs):
         return [tuple(None if _blank(r.get(c)) else r.get(c) for c in COLUMNS) for r in rs]
     return key(table) != key(original)
+
+
+def edit_effect(sel: Any, new: Network, input_shape: str, settings: dict) -> str:
+    """What an edit does to the parameters and to the forward time on the sidebar's device ("parameters a → b
+    (+x %), forward time … ms; "), for the message after it; empty where the edited network cannot be analysed.
+    ``sel``: the page's selection (its report and estimate); ``settings``: the sidebar's time-model settings."""
+    def change(a: float, b: float) -> str:
+        return f" ({(b - a) / a * 100:+.1f} %)" if a else ""
+
+    r = sel.report
+    try:
+        after = core.analyze(new, input_shape=input_shape or None, batch_size=r.batch_size, dtype=r.dtype,
+                             optimizer=r.optimizer)
+    except core.CalcError:
+        return ""
+    a, b = r.totals["params"], after.totals["params"]
+    said = f"parameters {a:,} → {b:,}{change(a, b)}"
+    if sel.estimate is not None:
+        try:
+            e = core.estimate(after, sel.device, batch_size=r.batch_size, dtype=r.dtype, optimizer=r.optimizer,
+                              **settings)
+        except core.CalcError:
+            return said + "; "
+        t0, t1 = sel.estimate.totals["forward_s"], e.totals["forward_s"]
+        said += f", forward time {t0 * 1e3:,.3f} → {t1 * 1e3:,.3f} ms{change(t0, t1)}"
+    return said + "; "

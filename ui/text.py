@@ -6,6 +6,7 @@ import re
 
 import core
 from core import gpu_model
+from core.cli_text import calibration_line
 from core.units import format_bytes
 
 _TOKENS = re.compile(r"[A-Za-z]+_[A-Za-z]+|[A-Za-z]+|\d[\d,]*\d|\d|\s+|.")
@@ -44,6 +45,31 @@ def model_label(est) -> str:
     if est.variant == "predicted":
         return f"predicted (±{est.typical_error['median'] * 100:.0f} % typical)"
     return f"{'PALEO' if est.variant == 'paleo' else est.variant} (PPP {est.ppp:g})"
+
+
+def estimate_caption(est) -> tuple[str, str]:
+    """The Estimates page's caption under its numbers, in one sentence (the network, device, batch, precision and time
+    model), and what it says of that time model, for the page's "How is this computed?" expander."""
+    report, dev = est.report, est.device
+    where = f"{report.name} on {dev.name}, batch {report.batch_size}, {report.dtype}"
+    if est.variant == "predicted" and est.launch != "eager":
+        return (f"{where}: **{model_label(est)}**.",
+                f"**{model_label(est)}**: the fitted model without its per-kernel launch cost; no published timing was "
+                "taken with CUDA Graphs, so it has no typical error. Beside it, the PALEO bound: PPP 1 = the datasheet "
+                "peak.")
+    if est.variant == "predicted":
+        e = est.typical_error
+        return (f"{where}: **{model_label(est)}**.",
+                f"**{model_label(est)}**: {est.variant_reason.split(': ', 1)[-1]}; typically within "
+                f"±{e['median'] * 100:.0f} %, 1 in 10 off by more than {e['p90'] * 100:.0f} % ({e['basis']}). Beside "
+                "it, the PALEO bound: PPP 1 = the datasheet peak.")
+    quality = calibration_line(dev)         # a calibrated device: its thread count and held-out error
+    how = (" × the calibrated efficiency of each class of work" if dev.efficiency else
+           " (datasheet peak: an optimistic bound)" if est.ppp == 1 else "")
+    return (f"{where}, {model_label(est)}{how}.",
+            ((f"{est.variant_reason}." if "as asked" not in est.variant_reason else "")
+             + (f" **{quality[0].upper()}{quality[1:]}.**" if quality else "")
+             + (f" These times are for {est.threads} torch thread(s) only." if est.threads else "")).strip())
 
 
 def batch_norm_note(est) -> str:

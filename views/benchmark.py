@@ -32,8 +32,8 @@ sel = page("Benchmark")
 if not live_allowed():      # a class server: timing here would measure the server, not the student's machine
     st.info(LIVE_OFF)
     st.stop()
-st.caption("Live timing with PyTorch on this machine's CPU, with random weights. torch loads on the first run "
-           "(a few seconds). Keep the settings small: the machine may be shared.")
+st.caption("Live timing with PyTorch on this machine's CPU, with random weights.",
+           help="torch loads on the first run (a few seconds). Keep the settings small: the machine may be shared.")
 
 # session keys of this page (results survive reruns and page switches)
 RESULT, CALIBRATION, ACROSS, THROUGHPUT = "bench_result", "bench_calibration", bm.ACROSS_ROWS, "bench_tp_rows"
@@ -121,8 +121,8 @@ def _calibrated() -> None:
 
 st.subheader("Calibrate this machine")
 st.caption("Measures the CPU's GEMM peak per precision, memory bandwidth, and per class of work an efficiency and a "
-           "fixed cost per layer call; saves them as the device 'local' (in your device file): choose it in the "
-           "sidebar to estimate for this machine.")
+           "fixed cost per layer call.", help="Saves them as the device 'local' (in your device file): choose it in "
+           "the sidebar to estimate for this machine.")
 if "local" in db.devices and db.devices["local"].calibration:
     st.caption(f"'local' now: {calibration_line(db.devices['local'])}.")
 c1, c2, c3 = st.columns([4, 1, 1])
@@ -142,8 +142,8 @@ def _across(progress, cancel):
 
 st.subheader("Across networks: latency vs FLOPs and parameters")
 st.caption(f"Forward pass at batch 1, random weights; ImageNet networks at "
-           f"{'×'.join(map(str, bm.SMALL_INPUT))} to stay fast. Networks over {bm.MAX_ACROSS_GFLOPS:g} GFLOPs "
-           "are refused.")
+           f"{'×'.join(map(str, bm.SMALL_INPUT))} to stay fast.",
+           help=f"Networks over {bm.MAX_ACROSS_GFLOPS:g} GFLOPs are refused.")
 chosen = st.multiselect("Networks", core.builtin_names(), default=list(bm.ACROSS_DEFAULT), key="bench_across")
 live.section("across-networks timing", ACROSS, _across, bench_results.across,
              start=("Time these networks", "bench_across_run"), stop="bench_across_stop",

@@ -25,8 +25,6 @@ models = [st.session_state[CUSTOM_NET] if m == CUSTOM else m for m in chosen]
 rows = compare_rows(models, int(st.session_state[BATCH]), st.session_state[DTYPE], st.session_state[OPTIMIZER],
                     sel.device, **time_settings())
 df = pd.DataFrame(rows)
-st.caption(f"batch {st.session_state[BATCH]}, {st.session_state[DTYPE]}, on {sel.device.name}"
-           + (f", times {model_label(sel.estimate)}" if sel.estimate is not None else "") + f"; {core.CONVENTION}")
 dataframe(df, width="stretch", key="compare_table",
           column_config={"params": st.column_config.NumberColumn(format="localized"),
                          "GMACs": st.column_config.NumberColumn(format="%.3f"),
@@ -36,6 +34,8 @@ dataframe(df, width="stretch", key="compare_table",
                          "FLOP/byte": st.column_config.NumberColumn(format="%.2f"),
                          "forward ms": st.column_config.NumberColumn(format="%.3f"),
                          "training step ms": st.column_config.NumberColumn(format="%.3f")})
+st.caption(f"batch {st.session_state[BATCH]}, {st.session_state[DTYPE]}, on {sel.device.name}"
+           + (f", times {model_label(sel.estimate)}" if sel.estimate is not None else "") + f"; {core.CONVENTION}")
 show(bars_chart(df, "network", "GMACs", unit="MACs", scale=1e9, title="forward MACs"), "compare_chart",
      "compare_gmacs")
 st.download_button("Download CSV", df.to_csv(index=False), "compare.csv", "text/csv", key="compare_csv")

@@ -13,7 +13,7 @@ from ui.state import devices, page
 
 page("Course labs")
 db = devices()
-st.caption(f"Each lab has its own controls; the sidebar is for the other pages. {core.CONVENTION}")
+st.caption(core.CONVENTION, help="Each lab has its own controls; the sidebar is for the other pages.")
 asked = st.query_params.get("lab", "")             # ?lab=3 opens lab 3: a link a teacher can hand out
 if "lab" not in st.session_state and asked.isdigit() and int(asked) in LABS:
     st.session_state["lab"] = int(asked)

@@ -13,6 +13,7 @@ from core.devices import KINDS, PRECISION_KEYS, USER_PATH
 from ui import devices_actions as act
 from ui import devices_form as df
 from ui.charts import roofline_chart, show
+from ui.explain import how
 from ui.state import devices, page, server_mode
 from ui.tables import dataframe
 
@@ -27,11 +28,10 @@ dataframe(df.device_table(db), width="stretch", key="device_table",
                              "calibration", help="A calibrated device: the torch threads it was measured at and "
                              "the median error predicting held-out networks"),
                          "yours": st.column_config.CheckboxColumn("yours", help="Added by you (editable below)")})
-st.caption("Dense peaks (int8 in ops/s); an empty cell means the device has no such precision. Click a column "
-           "header to sort.")
-for d in df.calibrated(db):         # how far to trust a calibrated device's estimates
-    st.caption(f"**{d.name}** ('{d.id}'): {calibration_line(d)}"
-               + ("; its estimates are for that thread count." if calibrated_threads(d) else "."))
+st.caption("Dense peaks (int8 in ops/s); an empty cell means the device has no such precision.",
+           help="Click a column header to sort.")
+how(*(f"**{d.name}** ('{d.id}'): {calibration_line(d)}"       # how far to trust a calibrated device's estimates
+      + ("; its estimates are for that thread count." if calibrated_threads(d) else ".") for d in df.calibrated(db)))
 if db.problems:
     st.warning("Entries left out: " + "; ".join(db.problems))
 
@@ -70,10 +70,12 @@ pick = p1.selectbox("Edit", [act.NEW, *mine], key=act.EDIT, on_change=act.on_pic
 p2.button("Remove" if pick == act.NEW else f"Remove {pick}", key="device_remove", on_click=act.on_remove,
           disabled=pick == act.NEW, help="Removes the device picked under 'Edit' from your devices" +
           (" (this session's)." if server_mode() else " file."))
-kept = ("only in this browser session: this server saves nothing, and no one else sees them. Export them below "
-        "to keep them, and import the file next time." if server_mode() else f"in {USER_PATH}.")
-st.caption(f"Your devices are kept {kept} Built-in devices (device_specs.json) cannot be edited or "
-           "removed here: add your own with another id instead, e.g. a measured variant.")
+kept = ("only in this browser session: this server saves nothing, and no one else sees them." if server_mode() else
+        f"in {USER_PATH}.")
+st.caption(f"Your devices are kept {kept}",
+           help=("Export them below to keep them, and import the file next time. " if server_mode() else "")
+           + "Built-in devices (device_specs.json) cannot be edited or removed here: add your own with another id "
+             "instead, e.g. a measured variant.")
 act.show_message("form")
 
 with st.form("device_form"):
@@ -112,9 +114,9 @@ n_dev, n_link = df.user_count(db)
 e1, e2 = st.columns(2)
 e1.download_button("Export your devices (JSON)", json.dumps(db.user_entries(), indent=1), "cnn_calc_devices.json",
                    "application/json", key="device_export", disabled=not (n_dev or n_link))
-e1.caption(f"{n_dev} device(s) and {n_link} interconnect(s) of yours. The file imports here" +
-           (" (in this session or a later one)." if server_mode() else
-            f" or goes in {USER_PATH.name} under $CNN_CALC_HOME."))
+e1.caption(f"{n_dev} device(s) and {n_link} interconnect(s) of yours.",
+           help="The file imports here" + (" (in this session or a later one)." if server_mode() else
+                                           f" or goes in {USER_PATH.name} under $CNN_CALC_HOME."))
 upload = e2.file_uploader(f"Import devices (JSON, max {df.MAX_IMPORT_BYTES // 2 ** 20} MB)", type=["json"],
                           key="device_import",         # the browser refuses a larger file before it is sent
                           max_upload_size=max(1, -(-df.MAX_IMPORT_BYTES // 2 ** 20)))

@@ -8,36 +8,18 @@ import streamlit as st
 from core import CalcError
 from core.api import estimate, scaling, sweep
 from core.choices import ALLREDUCE, CONV_ALGORITHMS, SCALING_MODES
-from core.cli_text import calibration_line
-from core.sweeps import overhead_limited_up_to
+from core.sweeps import largest_batch, overhead_limited_up_to
 from core.terms import limiting_term
 from ui.charts import bars_chart, lines_chart, memory_chart, show
+from ui.explain import how
 from ui.state import devices, page, time_settings
 from ui.tables import dataframe
-from ui.text import model_label, predicted_notes
+from ui.text import estimate_caption, model_label, predicted_notes
 
 sel = page("Time estimates", needs_estimate=True)
 report, dev, est = sel.report, sel.device, sel.estimate
 t = est.totals
 bound = est.bound.totals if est.bound is not None else None
-if est.variant == "predicted" and est.launch != "eager":
-    st.caption(f"{report.name} on {dev.name}, batch {report.batch_size}, {report.dtype}. **{model_label(est)}**: "
-               "the fitted model without its per-kernel launch cost; no published timing was taken with CUDA "
-               "Graphs, so it has no typical error. Beside it, the PALEO bound: PPP 1 = the datasheet peak.")
-elif est.variant == "predicted":
-    e = est.typical_error
-    st.caption(f"{report.name} on {dev.name}, batch {report.batch_size}, {report.dtype}. **{model_label(est)}**: "
-               f"{est.variant_reason.split(': ', 1)[-1]}; typically within ±{e['median'] * 100:.0f} %, "
-               "1 in 10 off by more than "
-               f"{e['p90'] * 100:.0f} % ({e['basis']}). Beside it, the PALEO bound: PPP 1 = the datasheet peak.")
-else:
-    quality = calibration_line(dev)         # a calibrated device: its thread count and held-out error
-    st.caption(f"{report.name} on {dev.name}, batch {report.batch_size}, {report.dtype}, {model_label(est)}"
-               + (" × the calibrated efficiency of each class of work" if dev.efficiency else
-                  " (datasheet peak: an optimistic bound)" if est.ppp == 1 else "")
-               + (f". {est.variant_reason}." if "as asked" not in est.variant_reason else ".")
-               + (f" **{quality[0].upper()}{quality[1:]}.**" if quality else "")
-               + (f" These times are for {est.threads} torch thread(s) only." if est.threads else ""))
 
 
 def _vs_bound(key: str) -> str | None:
@@ -54,11 +36,13 @@ c3.metric("Training step", f"{t['training_step_s'] * 1e3:,.3f} ms", help=_vs_bou
 c4.metric("Training throughput", f"{t['samples_per_s']:,.0f}/s" if t["samples_per_s"] else "—",
           help="samples per second" if t["samples_per_s"] else "this network takes no time on the model: it does "
           "no arithmetic and moves no data, so there is no throughput to show")
+said, model = estimate_caption(est)
+st.caption(said)
 if bound:
     st.caption(f"PALEO bound (PPP 1): forward {bound['forward_s'] * 1e3:,.3f} ms · backward "
-               f"{bound['backward_s'] * 1e3:,.3f} ms · training step {bound['training_step_s'] * 1e3:,.3f} ms. "
-               "Each layer's FLOPs at the datasheet peak plus its bytes at the datasheet bandwidth: an optimistic "
-               "reference, not a floor (Winograd does fewer FLOPs, and a GPU overlaps compute with memory).")
+               f"{bound['backward_s'] * 1e3:,.3f} ms · training step {bound['training_step_s'] * 1e3:,.3f} ms.")
+how(model, "Each layer's FLOPs at the datasheet peak plus its bytes at the datasheet bandwidth: an optimistic "
+    "reference, not a floor (Winograd does fewer FLOPs, and a GPU overlaps compute with memory)." if bound else None)
 BATCHES = [2 ** i for i in range(13)]
 name = f"{report.name}_{dev.id}_{report.dtype}"
 
@@ -91,18 +75,18 @@ if tab_parts.open and est.variant == "predicted":
         for which, label in shown for p in [passes[which]]]),
         key="breakdown_terms", container=tab_parts,
         column_config={c: st.column_config.NumberColumn(format="%.3f") for c in terms})
-    tab_parts.caption("Predicted: each kernel takes its compute time (FLOPs at the peak × the efficiency fitted "
-                      "for its class of work, precision and pass, × the share of the GPU its tiles fill) plus its "
-                      "memory time (bytes at the fitted share of the bandwidth), or its launch overhead where that "
-                      "is longer (the framework's host cost per kernel call, fitted: eager PyTorch for most "
-                      "generations, a cuDNN or cuBLAS call a fitted multiple of it, a call under autograd (a "
-                      "training step's forward, the backward) another; none under CUDA Graphs). A "
-                      "column adds up the kernels whose time that term sets (the larger of compute and memory, or "
-                      "the overhead). The second table adds each term over every kernel: compute plus memory is "
-                      "what the kernels' work takes on the GPU, the overhead what their calls take on the host, and "
-                      "the total lies between the larger of the two and their sum. 3×3 stride-1 convolutions in "
-                      "fp32 run as Winograd, as cuDNN picks them." +
-                      predicted_notes(est))
+    how("Predicted: each kernel takes its compute time (FLOPs at the peak × the efficiency fitted "
+        "for its class of work, precision and pass, × the share of the GPU its tiles fill) plus its "
+        "memory time (bytes at the fitted share of the bandwidth), or its launch overhead where that "
+        "is longer (the framework's host cost per kernel call, fitted: eager PyTorch for most "
+        "generations, a cuDNN or cuBLAS call a fitted multiple of it, a call under autograd (a "
+        "training step's forward, the backward) another; none under CUDA Graphs). A "
+        "column adds up the kernels whose time that term sets (the larger of compute and memory, or "
+        "the overhead). The second table adds each term over every kernel: compute plus memory is "
+        "what the kernels' work takes on the GPU, the overhead what their calls take on the host, and "
+        "the total lies between the larger of the two and their sum. 3×3 stride-1 convolutions in "
+        "fp32 run as Winograd, as cuDNN picks them." +
+        predicted_notes(est), container=tab_parts)
 elif tab_parts.open:
     dataframe(pd.DataFrame([
         {"part": "forward compute", "ms": t["forward_compute_s"] * 1e3},
@@ -118,12 +102,12 @@ elif tab_parts.open:
         *([{"part": f"forward inside the training step (train mode, autograd; {est.train_forward_basis})",
             "ms": t["training_forward_s"] * 1e3}] if t["training_forward_s"] != t["forward_s"] else []),
     ]), key="breakdown", container=tab_parts)
-    tab_parts.caption("PALEO: each layer takes compute time (FLOPs / (PPP × peak)) plus memory time (bytes read "
-                      "and written / bandwidth); a calibrated device adds its measured cost per layer call, and "
-                      "a calibrated Linux CPU the time its forward pass spends writing to fresh pages (page "
-                      "faults, from a replay of glibc's malloc). A training step is forward + backward + weight "
-                      "update; on a CPU calibrated for it, its forward is the training-mode one (its own row), "
-                      "slower than inference.")
+    how("PALEO: each layer takes compute time (FLOPs / (PPP × peak)) plus memory time (bytes read "
+        "and written / bandwidth); a calibrated device adds its measured cost per layer call, and "
+        "a calibrated Linux CPU the time its forward pass spends writing to fresh pages (page "
+        "faults, from a replay of glibc's malloc). A training step is forward + backward + weight "
+        "update; on a CPU calibrated for it, its forward is the training-mode one (its own row), "
+        "slower than inference.", container=tab_parts)
 
 if tab_batch.open:
     runs = sweep(report, [dev], BATCHES, dtype=report.dtype, optimizer=report.optimizer, **time_settings())
@@ -140,7 +124,8 @@ if tab_batch.open:
     if cap:
         fits = by_batch[by_batch["training memory GiB"] * 2 ** 30 <= cap]
         tab_batch.caption(f"Largest power-of-two batch whose training memory fits in {cap / 2 ** 30:,.0f} GiB: "
-                          + (f"**{int(fits['batch'].max())}**" if not fits.empty else "**none**"))
+                          + (f"**{int(fits['batch'].max())}**, and of any size: **{largest_batch(report, cap):,}**."
+                             if not fits.empty else "**none**"))
     if est.variant == "predicted":
         upto = overhead_limited_up_to(runs)
         tab_batch.caption(
@@ -165,23 +150,24 @@ if tab_devices.open:
     frame = pd.DataFrame([{"device": e.device.name, "precision": e.report.dtype, "time model": model_label(e),
                            "forward ms": e.totals["forward_s"] * 1e3, "bound": e.roofline["bound"],
                            "training step ms": e.totals["training_step_s"] * 1e3} for e in cmp])
-    tab_devices.caption("Each device at its own best precision for this network's format (dtype=None), same batch "
-                        "and time model: a GPU with fitted parameters gets the prediction, others PALEO at the PPP "
-                        "(the time model column says which). Log scale: decades apart.")
     show(bars_chart(frame.sort_values("forward ms"), "device", "forward ms", "bound", unit="s", scale=1e-3, log=True,
                     title="forward time"),
          "device_chart", f"{report.name}_devices", tab_devices)
+    tab_devices.caption("Log scale: decades apart.")
     dataframe(frame, key="device_compare", container=tab_devices)
+    how("Each device at its own best precision for this network's format (dtype=None), same batch and time model: a "
+        "GPU with fitted parameters gets the prediction, others PALEO at the PPP (the time model column says which).",
+        container=tab_devices)
 
 if tab_conv.open:
-    tab_conv.caption("Winograd F(2×2, 3×3) and FFT change the arithmetic of 3×3 / stride-1 convolutions (and so the "
-                     "time) — one reason a profiler's FLOP count differs from the model's 2 × MACs. PALEO at the "
-                     "sidebar's PPP, one algorithm for every convolution (the predicted model picks its own).")
     algos = [estimate(report, dev, batch_size=report.batch_size, dtype=report.dtype, optimizer=report.optimizer,
                       ppp=est.ppp, conv_algorithm=a, variant="paleo") for a in CONV_ALGORITHMS]
     dataframe(pd.DataFrame([{"algorithm": e.conv_algorithm, "forward GFLOPs": e.totals["forward_flops"] / 1e9,
                              "forward ms": e.totals["forward_s"] * 1e3} for e in algos]),
               key="conv_algorithms", container=tab_conv)
+    how("Winograd F(2×2, 3×3) and FFT change the arithmetic of 3×3 / stride-1 convolutions (and so the time) — one "
+        "reason a profiler's FLOP count differs from the model's 2 × MACs. PALEO at the sidebar's PPP, one algorithm "
+        "for every convolution (the predicted model picks its own).", container=tab_conv)
 
 if tab_dp.open:
     db = devices()

@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 import core
+from core.roofline import ridge
 from core.units import format_bytes
 from ui.state import page
 from ui.tables import dataframe
@@ -34,6 +35,20 @@ if sel.estimate is not None:
 else:
     c6.metric("Forward time", "—", help=sel.estimate_error)
     st.warning(sel.estimate_error)
+heaviest = []                        # the layers that weigh most: a sentence under the totals
+if t["params"]:
+    top = max(report.layers, key=lambda layer: layer.params)
+    heaviest.append(f"most parameters: **{top.name}** ({top.params / t['params'] * 100:.1f} %)")
+if sel.estimate is not None and sel.estimate.totals["forward_s"]:
+    top = max(sel.estimate.layers, key=lambda row: row["share"])
+    heaviest.append(f"most forward time: **{top['name']}** ({top['share'] * 100:.1f} %)")
+if heaviest:
+    said = "; ".join(heaviest)
+    st.caption(f"{said[0].upper()}{said[1:]}.")
+if sel.estimate is not None:
+    knee = ridge(sel.estimate.peak, sel.estimate.bandwidth)
+    st.caption(f"Bound: a layer below this device's ridge point, **{knee:,.2f} FLOP/byte** (peak ÷ bandwidth), is "
+               "memory-bound; above it, compute-bound.")
 
 df = report.to_pandas()
 if sel.estimate is not None:

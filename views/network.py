@@ -7,7 +7,18 @@ import streamlit as st
 import core
 from core.edit import channel_groups
 from ui import builder
-from ui.state import CUSTOM_NET, DEFAULTS, HISTORY, MODEL, choose_model, current_network, page, set_custom
+from ui.state import (
+    CUSTOM_NET,
+    DEFAULTS,
+    HISTORY,
+    INPUT,
+    MODEL,
+    choose_model,
+    current_network,
+    page,
+    set_custom,
+    time_settings,
+)
 from ui.tables import editable_layers
 
 ONNX_UPLOAD_MB = 256          # the uploader's cap, server.maxUploadSize in .streamlit/config.toml
@@ -16,8 +27,8 @@ ONNX_SHAPE = "onnx_input_shape"   # the per-sample input shape a model with symb
 
 sel = page("Network")
 net = current_network()
-st.caption(f"{net.name}: {len(net.nodes)} layers, {sel.report.totals['params']:,} parameters. Edits make a custom "
-           "copy; the built-in network is never changed.")
+st.caption(f"{net.name}: {len(net.nodes)} layers, {sel.report.totals['params']:,} parameters.",
+           help="Edits make a custom copy; the built-in network is never changed.")
 
 
 def _base_name(n: core.Network) -> str:
@@ -77,8 +88,8 @@ def _apply(new: core.Network, message: str) -> None:
 if builder.is_chain(net):
     st.subheader("Layers")
     st.caption("Edit cells, add rows at the bottom, delete rows, or change **#** to reorder (2.5 goes between 2 "
-               "and 3). Blank numeric cells keep the op's defaults; other attributes are name=value text. Each "
-               "change is checked at once; an invalid one is refused at its row and the last valid network stays.")
+               "and 3).", help="Blank numeric cells keep the op's defaults; other attributes are name=value text. "
+               "Each change is checked at once; an invalid one is refused at its row and the last valid network stays.")
     original = builder.rows(net, sel.report)
     ops = list(builder.BUILD_OPS) + sorted({r["op"] for r in original} - set(builder.BUILD_OPS))
     whole = st.column_config.NumberColumn
@@ -134,15 +145,16 @@ if names:
                    and builder.channel_field(net.node(n).op)]
         st.caption("Coupled group: " + (", ".join(coupled[:12]) + (" …" if len(coupled) > 12 else "")
                                          if coupled else "none — only this layer's output width changes")
-                   + ". Layers reading this output change shape with it.")
+                   + ".", help="Layers reading this output change shape with it.")
     if c4.button("Apply", key="edit_apply", type="primary"):
         try:
             result = core.edit(net, layer, field, int(value))
         except core.CalcError as e:
             st.error(f"Not applied — {e}. The network is unchanged.")
         else:
-            _apply(result.network, f"{layer}.{field} = {int(value)}: changed {', '.join(result.changed)}; shapes "
-                                   f"followed in {len(result.reshaped)} layers")
+            effect = builder.edit_effect(sel, result.network, st.session_state[INPUT], time_settings())
+            _apply(result.network, f"{layer}.{field} = {int(value)}: {effect}changed "
+                                   f"{', '.join(result.changed)}; shapes followed in {len(result.reshaped)} layers")
 if st.session_state.get("edit_message") and st.session_state[MODEL] == "custom":
     st.success(st.session_state["edit_message"])
 

@@ -4,6 +4,7 @@ import streamlit as st
 
 from core.roofline import ridge
 from ui.charts import layer_points, roofline_chart, roofline_frame, show
+from ui.explain import how
 from ui.state import devices, page
 
 sel = page("Roofline", needs_estimate=True)
@@ -28,10 +29,10 @@ c1.metric("Ridge point", f"{ridge(est.peak, est.bandwidth):,.2f} FLOP/byte",
           help=f"{dev.name}: {est.peak / 1e12:,.2f} TFLOP/s ({compute}) ÷ {est.bandwidth / 1e9:,.0f} GB/s")
 c2.metric("Network intensity", f"{net_ai:,.2f} FLOP/byte" if net_ai else "—")
 c3.metric("Bound", (r["bound"] if which == "forward" else r["backward_bound"]))
-st.caption("Points sit at each layer's FLOPs per byte moved (weights + inputs + outputs) and the FLOP/s it "
-           + ("achieves in the prediction (its FLOPs ÷ its predicted time; the shape says which term limits it: a "
-              "launch-bound layer sits far below both roofs)" if est.variant == "predicted" else
-              f"reaches in the PALEO estimate at PPP {est.ppp:g}")
-           + "; left of the ridge a layer is memory-bound at the datasheet figures."
-           + (" The prediction counts a 3×3 stride-1 fp32 convolution at its Winograd FLOPs (cuDNN's choice), so "
-              "its intensity is lower than the Layers page's." if est.variant == "predicted" else ""))
+how("Points sit at each layer's FLOPs per byte moved (weights + inputs + outputs) and the FLOP/s it "
+    + ("achieves in the prediction (its FLOPs ÷ its predicted time; the shape says which term limits it: a "
+       "launch-bound layer sits far below both roofs)" if est.variant == "predicted" else
+       f"reaches in the PALEO estimate at PPP {est.ppp:g}")
+    + "; left of the ridge a layer is memory-bound at the datasheet figures."
+    + (" The prediction counts a 3×3 stride-1 fp32 convolution at its Winograd FLOPs (cuDNN's choice), so "
+       "its intensity is lower than the Layers page's." if est.variant == "predicted" else ""))

@@ -36,8 +36,10 @@ def question(text: str) -> None:
 
 
 def reading(*lines: str) -> None:
-    """How to read the numbers: one bullet per line."""
-    st.markdown("**How to read it**\n" + "\n".join(f"- {line}" for line in lines))
+    """How to read the numbers: one bullet per line, in a closed "How to read it" expander after them (the lab answers
+    first: ``ui.explain``)."""
+    with st.expander("How to read it"):
+        st.markdown("\n".join(f"- {line}" for line in lines))
 
 
 def open_button(name: str, key: str) -> None:
