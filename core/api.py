@@ -157,13 +157,13 @@ def estimate(model: Any, device: Any, batch_size: int = 1, dtype: str = DEFAULT_
 
 def sweep(model: Any, devices, batch_sizes, dtype: str | None = DEFAULT_DTYPE, *, input_shape: Any = None,
           **kw) -> list[paleo.Estimate]:
-    """``core.paleo.sweep`` on any model ``analyze`` takes: every device × batch size on one analysis."""
+    """``core.sweeps.sweep`` on any model ``analyze`` takes: every device × batch size on one analysis."""
     report = model if isinstance(model, Report) else analyze(model, input_shape)
     return sweeps.sweep(report, devices, batch_sizes, dtype, **kw)
 
 
 def scaling(model: Any, device: Any, link: Any, workers=(1, 2, 4, 8), batch_size: int = 64, mode: str = "strong",
             *, input_shape: Any = None, **kw) -> list[dict]:
-    """``core.paleo.scaling`` (data-parallel speed-up and efficiency) on any model ``analyze`` takes."""
+    """``core.sweeps.scaling`` (data-parallel speed-up and efficiency) on any model ``analyze`` takes."""
     report = model if isinstance(model, Report) else analyze(model, input_shape)
     return sweeps.scaling(report, device, link, workers, batch_size, mode, **kw)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 VARIANTS = ("auto", "paleo", "roofline", "predicted")     # PALEO sums compute and memory; roofline takes their max;
 #                                predicted: the fitted GPU model (core.gpu_model); auto (the default): predicted where
-#                                it applies (core.paleo.auto_variant), else PALEO
+#                                it applies (core.variants.auto_variant), else PALEO
 FITTED_PRECISIONS = ("fp32", "tf32", "fp16", "bf16")      # compute precisions the GPU model was fitted on
 LAUNCHES = ("eager", "cuda_graphs")     # how kernels reach the GPU in the predicted model: eager PyTorch (the host
 #                                         pays a fitted cost per kernel call) or CUDA Graphs (a captured pass replayed:

@@ -1,4 +1,5 @@
-"""The text the CLI prints: the layer table, the device list, an estimate and a calibrated device's quality line."""
+"""The text the CLI prints: the layer table, the device list, an estimate (with a line on its time model) and a
+calibrated device's quality line."""
 
 from __future__ import annotations
 

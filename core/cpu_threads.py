@@ -1,4 +1,5 @@
-"""A calibrated CPU's thread count, and how much slower a layer too small to split runs than the rates say."""
+"""A calibrated CPU's thread count, how much slower a layer too small to split runs than the rates say, and the
+hint to calibrate again for a multi-thread calibration made before the parallel grain."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ def small_layer_factor(work_s: float, threads: int | None, grain: float) -> floa
     count's rates) runs than those rates say, on a CPU calibrated at ``threads`` > 1 with ``parallel_grain``
     ``grain``: a layer whose work at one thread (``threads × work_s``) is below the grain is not worth splitting and
     runs on one thread; above it, the split is paid up to the grain: time = max(work, min(threads × work, grain)).
-    The calibration's rates come from large layers, which do split (core.bridge.calibrate fits the grain on whole
+    The calibration's rates come from large layers, which do split (core.bridge.calibrate_fit fits the grain on whole
     networks). 1 at one thread, without a grain, or for no work."""
     if not threads or threads <= 1 or not grain or work_s <= 0:
         return 1.0

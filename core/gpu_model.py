@@ -305,7 +305,7 @@ def kernel_seconds(k, peak: float, bandwidth: float, p: dict, compute: str, sm_c
                    overhead: bool = True, train: bool = False, core_peak: float | None = None,
                    cycles: float | None = None, activation: int = 4) -> dict | None:
     """``compute_s``, ``memory_s``, ``overhead_s`` and ``combine``'s total over many kernels at once: the arrays of
-    ``core.paleo.Kernels`` (one entry per kernel; numpy, imported here so that ``import core`` does not load it).
+    ``core.predicted.Kernels`` (one entry per kernel; numpy, imported here so that ``import core`` does not load it).
     The same formulas as the functions above, each operation in the same order, so every time equals the
     per-``Work`` path's to the last bit (IEEE operations on the same operands). ``overhead`` False: CUDA Graphs (no
     overhead term). ``train``: the forward kernels are a training step's (under autograd, as the backward's are).

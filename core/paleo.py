@@ -8,7 +8,8 @@ overlaps compute with memory; the fitted GPU model (``predicted``: ``core.gpu_mo
 own terms; ``core.variants`` picks one for ``auto``.
 
 A training step is forward + backward + weight update (+ gradient all-reduce across data-parallel workers,
-``core.communication``). Many estimates at once: ``core.sweeps``.
+``core.communication``). Here: ``Estimate`` (the times of one network on one device, batch, precision and settings)
+and ``estimate``, which makes one from a ``Report`` or a ``Network`` (``as_report``). Many at once: ``core.sweeps``.
 """
 
 from __future__ import annotations

@@ -3,9 +3,10 @@
 ``Estimate._layer_parts`` says what the predicted variant computes, one ``Work`` at a time; a ResNet-152 is
 ~1,200 works, ~15 ms in Python. Here the same numbers come from arrays: the works' device-free part (FLOPs, bytes,
 calls, tiles) is built once per network, batch and precision and shared by every device (``predicted_work``), and
-a device's times are a few numpy operations on it (``gpu_model.kernel_seconds``). Every operation is the per-work
-path's, in the same order, so the numbers are equal to the bit (tests/test_gpu_model_fast.py); the per-work path
-stays as the reference and for errors. Mixed precision's cast kernels are ``cast_work``.
+a device's times are a few numpy operations on it (``gpu_model.kernel_seconds``; ``PredictedTimes`` adds them up
+per layer and pass). Every operation is the per-work path's, in the same order, so the numbers are equal to the bit
+(tests/test_gpu_model_fast.py); the per-work path stays as the reference and for errors. Mixed precision's cast
+kernels are ``cast_work``.
 """
 
 from __future__ import annotations

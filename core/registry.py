@@ -207,7 +207,7 @@ class OpRule:
     """Everything the engine knows about one op. Besides its shape, cost, parameters, memory and formula:
 
     * ``work``: its class of work (``WORK_CLASSES``), a string or a function of the node: which calibrated
-      efficiency and per-call overhead of a device apply (``core.paleo``);
+      efficiency and per-call overhead of a device apply (``core.terms``);
     * ``fusion``: what it costs in the fused view (``FUSION_KINDS``): "epilogue" (activations, normalisation) runs
       in its producer's epilogue with no memory round trip; "operand" (a residual add) joins the epilogue and reads
       only its other operands; "none" runs on its own;

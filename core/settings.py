@@ -1,4 +1,8 @@
-"""The settings an estimate takes, checked: each bad value is a ``CalcError`` naming the field and the value."""
+"""The settings an estimate takes, checked: each bad value is a ``CalcError`` naming the field and the value.
+
+The PPPs, a device's rates, the thread count, the workers and their interconnect, a choice from a closed list, the
+keyword settings themselves (``SETTINGS``) and the lists a sweep runs over (``sweep_items``), with their limits.
+"""
 
 from __future__ import annotations
 

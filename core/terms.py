@@ -8,6 +8,8 @@
 A term is part of a device's time where the device's fields say so (``Term.applies``). ``combine`` joins them by
 the variant: PALEO adds every term; the roofline overlaps compute with memory (their max); the fitted GPU model
 (``core.gpu_model``, whose own terms build on ``Term`` and ``Work``) takes max(compute + memory, overhead).
+The times they make are ``PassTime`` and ``LayerTime``; ``limiting_term`` names the term that sets one, and
+``non_finite`` raises the error for a time that is not a finite number, naming the device field behind it.
 """
 
 from __future__ import annotations

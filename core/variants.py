@@ -2,8 +2,10 @@
 
 ``auto`` is the fitted GPU model (``predicted``) on one GPU whose architecture generation has fitted parameters, at
 a precision it was fitted on, unless a PPP or a convolution algorithm was set or the device is calibrated; else
-classic PALEO. ``typical_error`` quotes the model's held-out error (leave one source out) over the most specific
-rows there are enough of. The evidence: docs/benchmarks.md (gpu section) and docs/gpu-model-history.md.
+classic PALEO (``auto_variant``; ``outside_model`` says why the model has nothing to stand on, ``predicted_asked``
+refuses the variant by name there). ``fitted_on`` says in words what a prediction stands on, and ``typical_error``
+quotes the model's held-out error (leave one source out) over the most specific rows there are enough of. The
+evidence: docs/benchmarks.md (gpu section) and docs/gpu-model-history.md.
 """
 
 from __future__ import annotations

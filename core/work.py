@@ -2,8 +2,10 @@
 
 The units here do not depend on the batch size, the precision or the device (``PassWork``: per sample, weights per
 batch), so a sweep over devices and batch sizes is arithmetic on one ``network_work``. A convolution's FLOPs under
-another algorithm (Winograd, FFT) come from its rule (``conv_algorithm_flops``); the optimizer's bytes as
-torch.optim's per-parameter loop moves them come from ``EAGER_ACCESSES``.
+another algorithm (Winograd, FFT) come from its rule (``conv_algorithm_flops``; ``conv_choice``: the algorithm a
+node runs with, and its FLOPs at a batch); the optimizer's bytes as torch.optim's per-parameter loop moves them come
+from ``EAGER_ACCESSES`` (``eager_update_bytes``), its calls from ``param_tensors`` and ``trainable_layers``.
+``figure``: a device's figure for a class of work, or its fallback class's.
 """
 
 from __future__ import annotations

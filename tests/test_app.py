@@ -176,7 +176,7 @@ def test_estimates_tabs_show_algorithms_batch_devices_and_scaling():
     assert by_batch["training memory GiB"].is_monotonic_increasing
     assert any("Largest power-of-two batch" in c.value for c in at.caption)     # the V100's 16 GiB line
     assert {"forward ms, PALEO bound", "launch-overhead share"} <= set(by_batch.columns)
-    # each batch's typical error is its band's (core.paleo.typical_error): batch ≤ 8 one figure, above it another
+    # each batch's typical error is its band's (core.variants.typical_error): batch ≤ 8 one figure, above it another
     v100 = load_devices().devices["v100-sxm2"]
     for b, pct in zip(by_batch["batch"], by_batch["typical ±%"]):
         assert pct == pytest.approx(typical_error(v100, int(b))["median"] * 100)

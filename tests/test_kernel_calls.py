@@ -2,7 +2,7 @@
 
 An eager forward pass (``model.eval()``, ``torch.no_grad()``) dispatches one top-level ATen op per call; the ops that
 are views or no-ops in eval (``permute``, ``flatten``, ``select``, ``dropout`` …) launch no kernel. The model's
-forward calls (``core.paleo.network_work``: a layer's ``forward.calls``) must be that count, network by network.
+forward calls (``core.work.network_work``: a layer's ``forward.calls``) must be that count, network by network.
 The models are built on the meta device (torchvision's DEFAULT architecture, no weights): the dispatched ops are the
 same as on a real tensor and nothing is computed. A view op that cannot be a view copies (ShuffleNet's
 ``transpose(…).contiguous()``, a ``reshape`` of a sliced tensor: the op runs ``aten::clone``), one kernel: counted.

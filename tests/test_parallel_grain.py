@@ -1,5 +1,5 @@
 """A CPU calibrated at several threads: a layer too small to split among them runs at one thread's speed
-(``parallel_grain``, core.paleo.small_layer_factor), checked by hand and against the estimate without it."""
+(``parallel_grain``, core.cpu_threads.small_layer_factor), checked by hand and against the estimate without it."""
 
 import pytest
 

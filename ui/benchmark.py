@@ -71,7 +71,7 @@ def thread_choices(cpus: int | None, db) -> list[int]:
 
 
 def default_thread_choice(db) -> int:
-    """The threads pick a session starts with, the CLI's rule (``core.bridge.timing.default_threads``): the count
+    """The threads pick a session starts with, the CLI's rule (``core.bridge.measuring.default_threads``): the count
     'local' was calibrated at, else torch's default."""
     from core.bridge.timing import default_threads
 

@@ -115,7 +115,7 @@ if tab_batch.open:
         "batch": e.report.batch_size, "forward ms": e.totals["forward_s"] * 1e3,
         **({"forward ms, PALEO bound": e.bound.totals["forward_s"] * 1e3,
             "launch-overhead share": e.overhead_share} if e.bound is not None else {}),
-        # the held-out error of the batch's band (core.paleo.typical_error: batch ≤ 8 and above differ)
+        # the held-out error of the batch's band (core.variants.typical_error: batch ≤ 8 and above differ)
         **({"typical ±%": e.typical_error["median"] * 100} if e.typical_error and e.launch == "eager" else {}),
         "training step ms": e.totals["training_step_s"] * 1e3, "training samples/s": e.totals["samples_per_s"],
         "training memory GiB": e.report.totals["training_bytes"] / 2 ** 30,

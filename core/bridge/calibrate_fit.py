@@ -41,7 +41,7 @@ def _every_class(measured: dict) -> dict:
 
 def _backward_cost(network, batch: int, peak: float, bandwidth: float) -> tuple[float, float, float]:
     """(compute s, memory s, FLOPs) of a one-layer case's backward at fp32, at ``peak`` and ``bandwidth``, as
-    ``core.paleo`` counts the layer inside a network: the engine's backward FLOPs and bytes of the node with its
+    ``core.work`` counts the layer inside a network: the engine's backward FLOPs and bytes of the node with its
     input gradient switched on where the timed input requires one (``_input_grad``)."""
     import dataclasses
 

@@ -6,11 +6,13 @@ is checked against them node by node.
 
 Which torch calls import to which op, and how, is said by the rules themselves (``OpRule.imports`` in ``core.ops``):
 ``nn`` modules by class, functions by the function object itself, ``Tensor`` methods by name (fx records them as
-strings). This module is the machinery: tracing, running on fake tensors, constants, opaque nodes, shape checks,
-and the small API the importers call (``_Converter.arg``, ``value``, ``emit``, ``ref``, ``claim``, …).
+strings). This module is the machinery, over ``core.bridge.fx_trace``'s tracing and running on fake tensors:
+constants, opaque nodes, shape checks, and the small API the importers call (``_Converter.arg``, ``value``,
+``emit``, ``ref``, ``claim``, …).
 
 In place is kept: ``nn.ReLU(inplace=True)``, ``F.relu(x, inplace=True)``, ``x.relu_()`` and ``out += x`` give IR
-nodes with ``inplace=True`` (fx records ``+=`` as ``operator.add``; the tracer here records ``operator.iadd``).
+nodes with ``inplace=True`` (fx records ``+=`` as ``operator.add``; the tracer of ``fx_trace`` records
+``operator.iadd``).
 
 An op the IR has no rule for becomes an explicit ``opaque`` node with torch's shape, and is listed in
 ``ImportResult.unsupported`` and the warnings — never counted as zero in silence. Computation that does not depend on
