@@ -13,13 +13,7 @@ loss the mean of the output (``core.bridge.timing``'s train step).
   which the measured step frees first, as every later step does). On CPU: the bytes resident when the step starts
   (weights, buffers, momentum buffers, the input batch) + the largest running sum of torch.profiler's allocation
   and free records during the step. On CUDA: ``torch.cuda.max_memory_allocated`` (every tensor on the device).
-* second method — ``torch.distributed._tools.mem_tracker.MemTracker`` (a TorchDispatchMode that follows every
-  tensor storage and sorts it into parameter, buffer, gradient, activation, temporary, optimizer state) around one
-  more step from the same state (momentum buffers and the previous step's gradients made beforehand): its peak
-  total, what made up that peak, and what was alive right after the forward (the activations kept for backward).
-  It does not use the profiler, so it checks the first measurement, and its split says where a difference comes
-  from. It sees each op's outputs only: scratch an op allocates inside itself (the CPU convolution backward's,
-  the size of its gradients) is in the profiler's records but not in MemTracker's.
+* second method — ``MemTracker`` around one more step from the same state (``track_step``; the comment above it).
 
 Each network × batch runs in its own process (allocator state and the profiler's bookkeeping do not carry over
 from one measurement to the next), with ``threads`` intra-op threads (``time_module``'s ``threads``; default: every
@@ -98,6 +92,13 @@ def _snapshot(snap: dict, dev) -> dict:
     return {}
 
 
+# The second method: ``torch.distributed._tools.mem_tracker.MemTracker`` (a TorchDispatchMode that follows every
+# tensor storage and sorts it into parameter, buffer, gradient, activation, temporary, optimizer state) around one
+# more step from the same state (momentum buffers and the previous step's gradients made beforehand): its peak
+# total, what made up that peak, and what was alive right after the forward (the activations kept for backward).
+# It does not use the profiler, so it checks the first measurement, and its split says where a difference comes
+# from. It sees each op's outputs only: scratch an op allocates inside itself (the CPU convolution backward's,
+# the size of its gradients) is in the profiler's records but not in MemTracker's.
 def track_step(module, input_shape, batch: int, device: str, threads: int | None) -> dict:
     """The second method: MemTracker around one training step in the state ``time_module``'s measured step starts
     from: momentum buffers and the previous step's gradients exist. Rather than run an untracked step to make them

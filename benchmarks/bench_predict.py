@@ -7,18 +7,7 @@ work of batch 4 at 224×224, so a protocol fits in about ten minutes here). Pass
 ``torch.no_grad``) and ``train_step`` (zero_grad + forward + backward + SGD-with-momentum step), as
 ``core.bridge.timing.time_module`` runs them; torchvision's models with random weights.
 
-Protocols
-  (a) controlled: ``calibrate`` at 1 thread for 60 s (fp32) in a fresh process; each network timed in 3 fresh
-      processes at 1 thread, in rounds over all networks (a slow spell of the machine does not land on one
-      network's runs), 2 warm-ups then 7 timed runs (3 at batch 16); the latency is the median of the processes'
-      medians;
-  (b) as a user runs it: ``calibrate()`` with its defaults (30 s, torch's default thread count, no ``force``) in
-      its own process, as ``python -m core calibrate`` runs; then every network timed in one process at the same
-      thread count, median of 7 after 3 warm-ups. A refused calibration is retried (up to 3 tries, as a user
-      would), and every refusal is kept;
-  (c) busy neighbour: ``calibrate()`` with its defaults while another process spins on one core (a browser or an
-      IDE on a laptop); the networks are then those of (b), timed on a quiet machine. Either ``calibrate`` refuses
-      (the message is kept) or its device is judged on (b)'s timings. Tried twice.
+Protocols: (a) controlled, (b) as a user runs it, (c) busy neighbour (the comment above ``PROTOCOLS``).
 
 Predicted: ``core.estimate`` of the same network, batch and input on the protocol's calibrated device
 (``forward_s`` and ``training_step_s``). Baseline: the pass's FLOPs ÷ (calibrated fp32 peak × PPP), one PPP per
@@ -65,6 +54,18 @@ OPTIMIZER = "sgd_momentum"            # time_module's default train step
 QUICK = (("resnet18", "mobilenet_v3_small"), (1,))
 CACHE = ROOT / "benchmarks" / "results" / "predict_measured.json"
 FIT_ON = "resnet50"
+# Protocols
+#   (a) controlled: ``calibrate`` at 1 thread for 60 s (fp32) in a fresh process; each network timed in 3 fresh
+#       processes at 1 thread, in rounds over all networks (a slow spell of the machine does not land on one
+#       network's runs), 2 warm-ups then 7 timed runs (3 at batch 16); the latency is the median of the processes'
+#       medians;
+#   (b) as a user runs it: ``calibrate()`` with its defaults (30 s, torch's default thread count, no ``force``) in
+#       its own process, as ``python -m core calibrate`` runs; then every network timed in one process at the same
+#       thread count, median of 7 after 3 warm-ups. A refused calibration is retried (up to 3 tries, as a user
+#       would), and every refusal is kept;
+#   (c) busy neighbour: ``calibrate()`` with its defaults while another process spins on one core (a browser or an
+#       IDE on a laptop); the networks are then those of (b), timed on a quiet machine. Either ``calibrate`` refuses
+#       (the message is kept) or its device is judged on (b)'s timings. Tried twice.
 PROTOCOLS = {
     "a": {"label": "(a) controlled", "threads": 1, "seconds": 60.0, "dtypes": ["fp32"], "processes": 3,
           "warmup": 2, "repeats": 7, "repeats_b16": 3},

@@ -47,7 +47,7 @@ def compare(path: Path, gpu: str) -> str:
     from core.api import estimate
     from core.devices import load_devices
     from core.work import param_tensors
-    from fit_gpu_model import update_work_as_run
+    from gpu_fit_features import update_work_as_run
 
     dev = load_devices().device(gpu)
     lines = ["| network | precision | tensors (torch / model) | measured foreach, loop | model | as run: foreach, "

@@ -154,20 +154,27 @@ def test_generation_matches_device_specs(rows):
 
 
 def _builder():
-    """benchmarks/data/build_gpu_timings.py as a module (its SOURCES and MXNET_DOCS; it runs nothing on import)."""
+    """benchmarks/data/build_gpu_timings.py as a module (its MEASURED and HOLDOUT_RUNS; it runs nothing on import)."""
     spec = importlib.util.spec_from_file_location("build_gpu_timings", DATA / "build_gpu_timings.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
 
 
+def _part(name: str):
+    """A part of the builder, benchmarks/data/gpu_timings_*.py (its pins and its readers): the builder imports them as
+    top-level modules from its folder, which loading it puts on sys.path."""
+    _builder()
+    return importlib.import_module(name)
+
+
 def test_every_source_is_a_file_at_a_commit(rows):
     """Each row's source is a github.com/<repo>/blob/<40-hex commit>/<path> URL, then ' :: ' and where in the
     file; the repository and commit are the ones the build script pins for the row's source_id."""
-    b = _builder()
-    pinned = {sid: {(repo, commit)} for sid, (repo, commit) in b.SOURCES.items()}
-    pinned["apache-mxnet-perf"] |= {("apache/mxnet", commit) for commit, *_ in b.MXNET_DOCS}
-    pinned["jcjohnson-cnn-benchmarks"].add(("jcjohnson/cnn-benchmarks", b.JCJ_K40_COMMIT))
+    common, repos, frameworks = (_part(f"gpu_timings_{m}") for m in ("common", "repos", "frameworks"))
+    pinned = {sid: {(repo, commit)} for sid, (repo, commit) in common.SOURCES.items()}
+    pinned["apache-mxnet-perf"] |= {("apache/mxnet", commit) for commit, *_ in frameworks.MXNET_DOCS}
+    pinned["jcjohnson-cnn-benchmarks"].add(("jcjohnson/cnn-benchmarks", repos.JCJ_K40_COMMIT))
     for i, r in enumerate(rows):
         if r["source_id"].startswith(MEASURED_PREFIX):       # test_rows_measured_here
             continue
@@ -177,12 +184,12 @@ def test_every_source_is_a_file_at_a_commit(rows):
 
 
 def test_source_ids_match_the_builder(rows, readme_sources):
-    b = _builder()
+    b, common = _builder(), _part("gpu_timings_common")
     measured = {MEASURED_PREFIX + folder for folder in b.MEASURED}
     only_held = {r["source_id"] for r in _holdout_rows()} - {sid for sid, _ in b.HOLDOUT_RUNS}
     assert only_held == {"timm-benchmark-results"}
-    assert {r["source_id"] for r in rows} == set(b.SOURCES) - only_held | measured
-    assert set(b.SOURCES) | measured <= readme_sources
+    assert {r["source_id"] for r in rows} == set(common.SOURCES) - only_held | measured
+    assert set(common.SOURCES) | measured <= readme_sources
 
 
 def _holdout_rows() -> list[dict]:
@@ -198,7 +205,7 @@ def test_holdout_rows(rows, readme_sources):
     same source's fitted runs)."""
     from core import zoo
 
-    b = _builder()
+    b, common, repos = _builder(), _part("gpu_timings_common"), _part("gpu_timings_repos")
     held = _holdout_rows()
     assert held and list(held[0]) == b.COLUMNS
     assert {r["source_id"] for r in held} == {"timm-benchmark-results", "ryujaehun-pytorch-gpu-benchmark"}
@@ -208,9 +215,9 @@ def test_holdout_rows(rows, readme_sources):
         b.HOLDOUT_RUNS
     known = set(zoo.names())
     assert {r["network"] for r in held} <= known
-    repo, commit = b.SOURCES["timm-benchmark-results"]
-    files = {path for _, _, path, _ in b.TIMM_FILES}
-    by_timm = {timm: net for timm, (net, _) in b.TIMM_NET.items()}
+    repo, commit = common.SOURCES["timm-benchmark-results"]
+    files = {path for _, _, path, _ in repos.TIMM_FILES}
+    by_timm = {timm: net for timm, (net, _) in repos.TIMM_NET.items()}
     timm = [r for r in held if r["source_id"] == "timm-benchmark-results"]
     for i, r in enumerate(timm):
         m = re.match(r"^https://github\.com/([\w.-]+/[\w.-]+)/blob/([0-9a-f]{40})/([^:]+) :: line \d+, model '(\S+)'$",
@@ -219,14 +226,14 @@ def test_holdout_rows(rows, readme_sources):
         assert by_timm[m.group(4)] == r["network"], f"row {i + 2}"
         assert r["precision"] == "mixed" and r["pass"] in {"inference", "training_step"}, f"row {i + 2}"
         assert float(r["measured_ms"]) == float(r["original_value"]) > 0 and int(r["batch"]) >= 128, f"row {i + 2}"
-        assert r["generation"] == b.GENERATION[r["gpu"]] and not r["timed_extra"], f"row {i + 2}"
+        assert r["generation"] == common.GENERATION[r["gpu"]] and not r["timed_extra"], f"row {i + 2}"
     assert len({(r["network"], r["gpu"], r["pass"]) for r in timm}) == len(timm) == 90
     # the RTX 3090 run: upstream's later commit, read from a fork that carries it (FORK_HOLDS); 32 networks x
     # 2 precisions x 2 passes = 128
     ryu = [r for r in held if r["source_id"] == "ryujaehun-pytorch-gpu-benchmark"]
-    assert b.RYU_3090 in b.FORK_HOLDS and len(ryu) == 128
+    assert repos.RYU_3090 in common.FORK_HOLDS and len(ryu) == 128
     for r in ryu:
-        assert r["source"].startswith(f"https://github.com/ryujaehun/pytorch-gpu-benchmark/blob/{b.RYU_3090}/")
+        assert r["source"].startswith(f"https://github.com/ryujaehun/pytorch-gpu-benchmark/blob/{repos.RYU_3090}/")
         assert (r["gpu"], r["batch"], r["host_link"]) == ("rtx-3090", "12", "pcie4-x16")
         assert r["timed_extra"] == ("h2d_input+zero_grad" if r["pass"] == "forward_backward" else "h2d_input")
 
