@@ -2,7 +2,7 @@
 
 Why two: ``Estimate.time`` on one ``Work`` at a time (``_layer_parts``) is the model as written — readable, the
 path the fit (benchmarks/fit_gpu_model.py) and the error messages use — but ~15 ms for a ResNet-152; the app's
-Estimates page sweeps every device and batch size, so estimates take the array path (``core.paleo.predicted_work``,
+Estimates page sweeps every device and batch size, so estimates take the array path (``core.predicted.predicted_work``,
 ``gpu_model.kernel_seconds``, ``PredictedTimes``). The array path repeats every operation in the same order, so
 its totals, rows, limiting terms and JSON must equal the per-work path's exactly (==, and the same int/float
 types in the JSON), not approximately. The hand-computed values of test_gpu_model.py check the model itself.
