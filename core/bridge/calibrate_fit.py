@@ -128,7 +128,7 @@ def _fit_grain(machine, spec: dict, gate: Gate, budget: float) -> tuple[float, f
     best = None
     for grain in GRAIN_GRID:
         device = Device(**{**spec, "parallel_grain": grain, "calibration": {"threads": machine.threads}})
-        err = statistics.fmean(abs(math.log(Estimate(r, device).totals["forward_s"] / t))
+        err = statistics.fmean(abs(math.log(Estimate(r, device).forward.total_s / t))     # totals["forward_s"]
                                for r, t in zip(reports, measured))
         if best is None or err < best[1] - 1e-12:
             best = (grain, err)
