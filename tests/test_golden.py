@@ -1,5 +1,6 @@
-"""Golden files of what users read: the CLI table (``python -m core analyze NET``) and the Layers page's Markdown report
-(``ui.text.markdown_report`` with the PALEO lines of the default device), for a few networks.
+"""Golden files of what users read: the CLI table (``python -m core analyze NET``), the CLI estimate (``python -m core
+estimate``) and the Layers page's Markdown report (``ui.text.markdown_report`` with the PALEO lines of the default
+device), for a few networks.
 
 Any change to a number, a column or a word fails here; ``pytest --update-golden`` rewrites tests/golden/cli/ and
 tests/golden/markdown/, and the diff is then reviewed like code. Separately, the per-layer rows of each printed table
@@ -75,6 +76,19 @@ def test_cli_table_is_golden(net, capsys, golden):
 @pytest.mark.parametrize("net", NETWORKS)
 def test_markdown_report_is_golden(net, golden):
     golden(GOLDEN / "markdown" / f"{net}.md", report_markdown(net))
+
+
+ESTIMATES = {       # golden name → `python -m core estimate` arguments: a prediction, PALEO on a CPU, the long form
+    "resnet50_t4_b64": ["resnet50", "--device", "t4", "--batch", "64"],
+    "vgg16_epyc-9654": ["vgg16", "--device", "epyc-9654"],
+    "resnet18_v100_explain": ["resnet18", "--device", "v100-sxm2", "--batch", "8", "--explain"],
+}
+
+
+@pytest.mark.parametrize("name", ESTIMATES)
+def test_cli_estimate_is_golden(name, capsys, golden):
+    assert main(["estimate", *ESTIMATES[name]]) == 0
+    golden(GOLDEN / "estimate" / f"{name}.txt", capsys.readouterr().out)
 
 
 @pytest.mark.parametrize("net", NETWORKS)
