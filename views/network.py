@@ -7,6 +7,7 @@ import streamlit as st
 import core
 from core.edit import channel_groups
 from ui import builder
+from ui.onnx_upload import import_onnx_upload
 from ui.state import (
     CUSTOM_NET,
     DEFAULTS,
@@ -22,8 +23,6 @@ from ui.state import (
 from ui.tables import editable_layers
 
 ONNX_UPLOAD_MB = 256          # the uploader's cap, server.maxUploadSize in .streamlit/config.toml
-ONNX_DONE = "onnx_imported"   # the last ONNX upload read: its file id, the input shape used, the result or error
-ONNX_SHAPE = "onnx_input_shape"   # the per-sample input shape a model with symbolic sizes is read with
 
 sel = page("Network")
 net = current_network()
@@ -33,50 +32,6 @@ st.caption(f"{net.name}: {len(net.nodes)} layers, {sel.report.totals['params']:,
 
 def _base_name(n: core.Network) -> str:
     return n.name.split(" (edited)")[0]
-
-
-def _import_onnx(upload) -> None:
-    """An uploaded ONNX model becomes the custom network, once per file (the uploader keeps the file across
-    reruns); its warnings and opaque nodes stay shown below the uploader. A model with symbolic sizes asks for its
-    per-sample input shape here (the sidebar's applies to the current network) and is read again with it."""
-    from core.onnx_import import import_onnx
-
-    shape = st.session_state.get(ONNX_SHAPE, "").strip()
-    done = st.session_state.get(ONNX_DONE)
-    if done is None or done["file"] != upload.file_id or (done["error"] and done["shape"] != shape):
-        done = {"file": upload.file_id, "shape": shape, "error": None}
-        try:
-            result = import_onnx(upload.getvalue(), shape or None, name=upload.name)
-        except core.CalcError as e:
-            done["error"] = str(e)
-            st.session_state[ONNX_DONE] = done
-        else:
-            done.update(network=result.network, warnings=result.warnings, unsupported=result.unsupported)
-            st.session_state[ONNX_DONE] = done
-            set_custom(result.network)
-            st.session_state.pop("edit_message", None)
-            st.rerun()
-    if done["error"]:
-        st.error(f"{done['error']}. Nothing was imported.")
-        # the box stays while a shape was typed (a wrong one fails at a layer, not at input_shape) so it can be
-        # corrected, not lost
-        if "input_shape" in done["error"] or done["shape"]:
-            st.text_input(f"Per-sample input shape for {upload.name}", key=ONNX_SHAPE, placeholder="3x224x224",
-                          help="C×H×W without the batch; the model is read again with it.")
-        return
-    imported = done["network"]
-    st.success(f"Imported {upload.name}: {imported.name}, {len(imported.nodes)} layers, input "
-               f"{'×'.join(map(str, imported.inputs[0][1]))}" + ("" if current_network() is imported else
-                                                                  " (no longer the current network: an edit, "
-                                                                  "Undo or another choice replaced it)"))
-    if done["unsupported"]:
-        kinds = sorted(set(done["unsupported"]))
-        st.warning(f"{len(done['unsupported'])} node(s) have no cost rule and count no FLOPs ({', '.join(kinds)}): "
-                   "their shapes come from the ONNX file. The totals are lower bounds.")
-    if done["warnings"]:
-        with st.expander(f"Import warnings ({len(done['warnings'])})"):
-            for w in done["warnings"]:
-                st.markdown(f"- {w}")
 
 
 def _apply(new: core.Network, message: str) -> None:
@@ -179,7 +134,7 @@ upload = e2.file_uploader(
          "export_params=False) writes a file of a few hundred KB. Export with do_constant_folding=False to keep "
          "BatchNorm layers as they are in PyTorch (folded into the convolutions, they count fewer parameters).")
 if upload is not None and upload.name.lower().endswith(".onnx"):
-    _import_onnx(upload)
+    import_onnx_upload(upload)
 elif upload is not None:
     data = upload.getvalue()
     if len(data) > 2 * 2 ** 20:
