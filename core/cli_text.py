@@ -41,8 +41,8 @@ def format_table(report: Report) -> str:
         f"training step {t['training_flops'] / 1e9:,.3f} GFLOPs",
         f"Inference memory:  {_fmt_bytes(t['inference_bytes'])} (weights + peak live activations "
         f"{_fmt_bytes(t['activation_bytes'])} at {t['activation_peak_at']})",
-        f"Training memory:   {_fmt_bytes(t['training_bytes'])} (weights, gradients, {report.optimizer} state "
-        f"{_fmt_bytes(t['optimizer_bytes'])}, saved activations {_fmt_bytes(t['saved_activation_bytes'])})",
+        f"Training memory:   {_fmt_bytes(t['training_bytes'])}, the peak of a step, in {t['training_peak_at']} "
+        f"(its parts: python -m core memory)",
         f"Convention:        {CONVENTION}",
     ]
     return "\n".join(out)

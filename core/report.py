@@ -12,6 +12,7 @@ from .errors import NetworkError
 from .graph import Compiled, NodeInfo
 from .precision import Precision, optimizer_states, precision
 from .registry import FLOPS_PER_MAC, MAX_DIM, FormulaLine
+from .timeline import PART_LABELS, Timeline
 
 CONVENTION = "1 multiply-add (MAC) = 2 FLOPs; MACs count conv, linear, matmul and attention multiply-adds."
 
@@ -112,6 +113,7 @@ class Report:
         opt = c.trainable * self._states * p.state
         traffic = c.weight_elems_read * p.weight + c.moved_elems * n * p.activation
         flops = c.flops * n
+        step = self.timeline
         return {
             "params": params,
             "trainable_params": c.trainable,
@@ -132,10 +134,20 @@ class Report:
             "gradient_bytes": grads,
             "master_weight_bytes": master,
             "optimizer_bytes": opt,
-            "training_bytes": param_bytes + buffer_bytes + master + grads + opt + saved,
+            "training_bytes": step.peak,                   # training: the peak of a step's memory timeline
+            "training_peak_at": step.peak_where,
             "memory_traffic_bytes": traffic,
             "arithmetic_intensity": _ratio(flops, traffic),
         }
+
+    @cached_property
+    def timeline(self) -> Timeline:
+        """Memory over one training step (``core.timeline``); its peak is ``totals["training_bytes"]``."""
+        return Timeline(self.compiled, self.batch_size, self.precision, self._states)
+
+    def memory_timeline(self) -> list[dict]:
+        """The bytes alive at each step of a training step, by part: one dict per step (``core.timeline``)."""
+        return self.timeline.rows()
 
     @cached_property
     def layers(self) -> list[Layer]:
@@ -201,4 +213,4 @@ class Report:
                 f"{t['macs']:,} MACs = {t['flops']:,} FLOPs>")
 
 
-__all__ = ["Report", "Layer", "CONVENTION", "FLOPS_PER_MAC", "check_batch"]
+__all__ = ["Report", "Layer", "CONVENTION", "FLOPS_PER_MAC", "PART_LABELS", "check_batch"]

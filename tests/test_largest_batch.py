@@ -19,21 +19,23 @@ def _fc() -> core.Report:
 
 
 def test_training_memory_of_the_one_layer_network_by_hand():
-    """Weights 8·4 + 4 = 36 parameters × 4 bytes = 144 B, their gradients 144 B, the momentum 144 B: 432 B whatever
-    the batch; the layer keeps its input (8 floats = 32 B a sample) for the weight gradient."""
+    """Weights 8·4 + 4 = 36 parameters × 4 bytes = 144 B and their momentum 144 B, whatever the batch; the caller
+    holds the input (8 floats = 32 B a sample). The peak is the layer's backward: its gradients (144 B) are made
+    while the output's gradient (4 floats = 16 B a sample) is alive; the output itself was freed by the loss."""
     t = _fc().totals
     assert (t["param_bytes"], t["gradient_bytes"], t["optimizer_bytes"]) == (144, 144, 144)
-    assert Report(_fc().compiled, 10).totals["training_bytes"] - t["training_bytes"] == 9 * 32
-    assert t["training_bytes"] == 432 + 32
+    assert t["training_peak_at"] == "the backward of fc"
+    assert Report(_fc().compiled, 10).totals["training_bytes"] - t["training_bytes"] == 9 * (32 + 16)
+    assert t["training_bytes"] == 432 + 32 + 16
 
 
 def test_the_largest_batch_is_the_capacity_less_the_fixed_part_over_the_bytes_a_sample():
     r = _fc()
-    # 432 B fixed + 32 B a sample: 1,000 B hold ⌊(1,000 − 432) / 32⌋ = 17 samples (976 B; 18 would need 1,008 B)
-    assert largest_batch(r, 1_000) == 17
-    assert largest_batch(r, 1_008) == 18 and largest_batch(r, 1_007) == 17      # the boundary, both sides
-    assert largest_batch(r, 463) == 0                   # one sample needs 464 B
-    assert largest_batch(r, 464) == 1
+    # 432 B fixed + 48 B a sample: 1,000 B hold ⌊(1,000 − 432) / 48⌋ = 11 samples (960 B; 12 would need 1,008 B)
+    assert largest_batch(r, 1_000) == 11
+    assert largest_batch(r, 1_008) == 12 and largest_batch(r, 1_007) == 11      # the boundary, both sides
+    assert largest_batch(r, 479) == 0                   # one sample needs 480 B
+    assert largest_batch(r, 480) == 1
 
 
 def test_resnet50_on_a_16_gib_gpu_fits_the_answer_and_not_one_more():

@@ -53,9 +53,14 @@ def test_optimizer_state(optimizer, states, dtype, state_bytes):
 ])
 def test_mnist_training_bytes_fp32(optimizer, opt_bytes):
     t = analyze("mnist_cnn", optimizer=optimizer).totals
-    # weights 4,799,528 + gradients 4,799,528 + optimizer + saved activations 89,530 × 4 = 358,120 (see below)
     assert t["optimizer_bytes"] == opt_bytes
-    assert t["training_bytes"] == 4_799_528 + 4_799_528 + opt_bytes + 358_120
+    # The peak of the step, in the backward of relu_1 (batch 1, fp32):
+    #   weights 1,199,882 × 4 = 4,799,528 + optimizer state + the input 1×28×28 × 4 = 3,136
+    #   + saved: relu's output 32·26·26 = 21,632 × 4 = 86,528 and relu_1's 64·24·24 = 36,864 × 4 = 147,456
+    #   + in flight: the gradient of relu_1's output 147,456 and the one it makes for conv2's output 147,456
+    #   + weight gradients made so far, fc2's and fc1's: (1,290 + 1,179,776) × 4 = 4,724,264
+    assert t["training_peak_at"] == "the backward of relu_1"
+    assert t["training_bytes"] == 4_799_528 + opt_bytes + 3_136 + 86_528 + 147_456 + 2 * 147_456 + 4_724_264
 
 
 def test_optimizer_state_counts_only_trainable_parameters():

@@ -27,8 +27,9 @@ c4.metric("Inference memory", format_bytes(t["inference_bytes"], 1),
           help=f"weights + peak of live activations ({format_bytes(t['activation_bytes'], 1)}, at "
                f"{t['activation_peak_at']})")
 c5.metric("Training memory", format_bytes(t["training_bytes"], 1),
-          help=f"weights + gradients + {report.optimizer} state + activations saved for backward "
-               f"({format_bytes(t['saved_activation_bytes'], 1)})")
+          help=f"the peak of a training step, in {t['training_peak_at']}: weights, {report.optimizer} state, "
+               f"activations saved for backward (all {format_bytes(t['saved_activation_bytes'], 1)}) and the "
+               "gradients made so far (Estimates → Memory shows the step)")
 if sel.estimate is not None:
     c6.metric("Forward time", f"{sel.estimate.totals['forward_s'] * 1e3:,.3f} ms",
               help=f"{model_label(sel.estimate)} on {sel.device.name} (the sidebar's time model)")
