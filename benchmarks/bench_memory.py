@@ -1,11 +1,12 @@
-"""Memory accuracy (issue 7): core's predicted peak memory of a training step against the peak measured by running
-that step, for ResNet-18, ResNet-50, VGG-16 and MobileNetV2 at batch 1, 8 and 32 (fp32, SGD with momentum 0.9).
+"""Memory accuracy (issues 7, 41): core's predicted peak memory of a training step against the peak measured by
+running that step, for ResNet-18, ResNet-50, VGG-16, MobileNetV2, DenseNet-121 and EfficientNet-B0 at batch 1, 8 and
+32 (fp32, SGD with momentum 0.9), and the modelled step's curve against PyTorch's, layer by layer, at batch 8.
 
 One training step = ``zero_grad(set_to_none=True)`` + forward + ``loss.backward()`` + ``optimizer.step()``, the
 loss the mean of the output (``core.bridge.timing``'s train step).
 
 * predicted — ``core.analyze(name, batch_size=b, dtype="fp32", optimizer="sgd_momentum").totals["training_bytes"]``
-  = weights + buffers + gradients + optimizer state + saved activations, shown split into those parts.
+  = the peak of ``core.timeline``'s modelled step, shown split into its parts at the peak.
   ``sgd_momentum`` is the optimizer ``time_module`` trains with by default: ``torch.optim.SGD(momentum=0.9)``, one
   momentum buffer per trainable weight.
 * measured — ``core.bridge.timing.time_module(..., passes=("train_step",), warmup=2, repeats=1)``'s peak for the
@@ -14,6 +15,8 @@ loss the mean of the output (``core.bridge.timing``'s train step).
   (weights, buffers, momentum buffers, the input batch) + the largest running sum of torch.profiler's allocation
   and free records during the step. On CUDA: ``torch.cuda.max_memory_allocated`` (every tensor on the device).
 * second method — ``MemTracker`` around one more step from the same state (``track_step``; the comment above it).
+* curve — ``core.bridge.memory_trace.trace_step``: MemTracker's live bytes after each layer's forward and before each
+  layer's backward, against the model's (at batch ``CURVE_BATCH`` only).
 
 Each network × batch runs in its own process (allocator state and the profiler's bookkeeping do not carry over
 from one measurement to the next), with ``threads`` intra-op threads (``time_module``'s ``threads``; default: every
@@ -41,24 +44,56 @@ sys.path.insert(0, str(ROOT))
 import core  # noqa: E402
 from common import emit, run_worker  # noqa: E402
 
-NETWORKS = ("resnet18", "resnet50", "vgg16", "mobilenet_v2")
+NETWORKS = ("resnet18", "resnet50", "vgg16", "mobilenet_v2", "densenet121", "efficientnet_b0")
 BATCHES = (1, 8, 32)
 QUICK_NETWORKS = ("mnist_cnn",)
 QUICK_BATCHES = (1, 4)
 DTYPE = "fp32"
 OPTIMIZER = "sgd_momentum"    # time_module's default train-step optimizer: SGD(lr=1e-3, momentum=0.9)
 TARGET = 0.15                 # |predicted − measured| / measured
+CURVE_BATCH = 8               # the batch whose layer-by-layer curve is traced
 MIB = 2**20
 
 
 # == prediction (pure core, no torch) =============================================================================
 
 def predict(name: str, batch: int) -> dict:
-    """core's training-step memory and its parts, in bytes."""
-    t = core.analyze(name, batch_size=batch, dtype=DTYPE, optimizer=OPTIMIZER).totals
-    return {"weights": t["param_bytes"] + t["buffer_bytes"], "gradients": t["gradient_bytes"],
-            "optimizer": t["optimizer_bytes"] + t["master_weight_bytes"], "saved": t["saved_activation_bytes"],
-            "input": t["input_bytes"], "total": t["training_bytes"]}
+    """core's training-step peak and its parts at the peak, in bytes; "saved_total": every saved activation."""
+    r = core.analyze(name, batch_size=batch, dtype=DTYPE, optimizer=OPTIMIZER)
+    t, at = r.totals, r.memory_timeline()[r.timeline.peak_step]
+    return {"weights": at["parameters"], "gradients": at["gradients"], "optimizer": at["optimizer"],
+            "saved": at["saved"] + at["input"], "outputs": at["outputs"], "saved_total": t["saved_activation_bytes"],
+            "all_gradients": t["gradient_bytes"], "input": t["input_bytes"], "total": t["training_bytes"],
+            "peak_at": t["training_peak_at"]}
+
+
+def model_curve(name: str, batch: int) -> dict:
+    """The model's bytes after each layer's forward and just before each layer's backward (its backward row less
+    the weight and input gradients the layer makes), as ``trace_step`` samples them."""
+    r = core.analyze(name, batch_size=batch, dtype=DTYPE, optimizer=OPTIMIZER)
+    c, act, grad = r.compiled, r.precision.activation, r.precision.grad
+    rows = r.memory_timeline()
+    forward = {x["layer"]: x["total"] for x in rows if x["phase"] == "forward"}
+    backward = {}
+    for x in rows:
+        n = c.by_name.get(x["layer"]) if x["phase"] == "backward" else None
+        if n is None:
+            continue
+        view = n.rule.alias and not n.rule.copies_in_training
+        made = 0 if view else sum(c.by_name[s].out_elems for s, g in zip(n.inputs, n.grad_in)
+                                  if g and s in c.by_name and not c.by_name[s].rule.stored)
+        backward[n.name] = x["total"] - n.params.trainable * grad - made * batch * act
+    return {"forward": forward, "backward": backward, "peak": r.totals["training_bytes"]}
+
+
+def curve_error(name: str, batch: int, traced: dict) -> dict:
+    """Largest and median |traced − model| over the samples, as a share of the model's peak."""
+    model = model_curve(name, batch)
+    diffs = {phase: [abs(b - model[phase][layer]) / model["peak"] for layer, b in traced[phase]
+                     if layer in model[phase]] for phase in ("forward", "backward")}
+    fw, bw = [b for _, b in traced["forward"]], [b for _, b in traced["backward"]]
+    return {phase: {"n": len(d), "max": max(d), "median": statistics.median(d)} for phase, d in diffs.items() if d} | {
+        "rises_then_falls": bool(fw and bw and fw[-1] > fw[0] and bw[-1] < max(bw))}
 
 
 # == measurement (in a worker process) ============================================================================
@@ -165,6 +200,10 @@ def worker(spec: dict) -> None:
           "rss_growth": hwm - rss0 if rss_ok and hwm is not None and rss0 is not None and device == "cpu" else None})
     try:
         emit({"tracked": track_step(module, report.input_shape, batch, device, threads)})
+        if batch == CURVE_BATCH:
+            from core.bridge.memory_trace import trace_step
+            traced = trace_step(core.load_network(name), batch, device, threads)
+            emit({"curve": curve_error(name, batch, traced)})
     except Exception as e:  # noqa: BLE001 — MemTracker is a private torch tool: a failure is reported, not fatal
         emit({"tracked_failure": f"{type(e).__name__}: {' '.join(str(e).split())[:160]}"})
 
@@ -267,9 +306,10 @@ def markdown(results: dict) -> str:
         f"`optimizer.step()`), {results['dtype']}, SGD with momentum 0.9 (core's `{results['optimizer']}`), "
         f"torchvision-layout networks built from core's IR (`to_module`, random weights), "
         f"{results['threads']} CPU thread(s), each network × batch in a fresh process. MiB = 2²⁰ bytes.", "",
-        "- **predicted**: `core.analyze(...).totals[\"training_bytes\"]` = weights + buffers + gradients + optimizer "
-        "state + saved activations (every tensor a backward reads, the input batch included because the first "
-        "conv saves it; BatchNorm statistics, max-pool indices). Their sum, as if all were alive at once.",
+        "- **predicted**: `core.analyze(...).totals[\"training_bytes\"]`, the peak of `core.timeline`'s modelled "
+        "step (`python -m core memory MODEL --timeline`): saved activations live from their forward to the "
+        "backward of their earliest reader, gradients are made layer by layer, outputs and gradients in flight "
+        "are freed after their last reader.",
         "- **measured**: `time_module(passes=(\"train_step\",), warmup=2, repeats=1)`, peak of the second "
         "warm-up step (steady state: momentum buffers exist, the previous step's gradients are freed by its "
         "`zero_grad`). CPU: bytes resident at the start (weights, buffers, momentum buffers, the input batch) + the "
@@ -330,53 +370,52 @@ def markdown(results: dict) -> str:
     if "seconds" in results:
         lines.append(f"- the whole run took {results['seconds'] / 60:.1f} min")
 
-    lines += ["", "Where the bytes are. Predicted: core's parts of `training_bytes`. At the tracked peak: what "
-              "MemTracker found alive at the moment of the peak (gradients: the share of all weight gradients "
-              "allocated by then; activations: forward outputs still alive, the input batch included; temporaries: "
-              "gradients of activations and op scratch in flight). After forward: activations alive when the "
-              "forward ends (with the input batch), the measured counterpart of core's saved activations. MiB; "
-              "the last column is (predicted − tracked) / tracked saved activations.", "",
-              "| network | batch | device | weights + buffers | gradients | optimizer | saved act. | at peak: "
-              "gradients | at peak: activations | at peak: temporaries | after forward: activations "
-              "| saved act. error |",
-              "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines += ["", "Where the bytes are at the peak. Predicted: the modelled step's parts at its peak (where: the "
+              "layer whose backward it falls in). Tracked: what MemTracker found alive at its peak (activations: "
+              "forward outputs still alive, the input batch included; in flight: gradients of activations and op "
+              "outputs, MemTracker's temporaries). After forward: the activations alive when the forward ends, "
+              "against core's saved activations (last column: (predicted − tracked) / tracked). MiB.", "",
+              "| network | batch | device | peak in | weights + buffers | optimizer | gradients | activations | "
+              "in flight | tracked: gradients | tracked: activations | tracked: in flight | saved act. "
+              "| after forward | error |",
+              "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         p = r["predicted"]
         tr = r.get("tracked", {})
         peak, fwd = tr.get("peak", {}), tr.get("after_forward", {})
         cells = ["—"] * 5
         if peak:
-            g = peak.get("Gradient", 0)
-            share = f" ({g / p['gradients']:.0%})" if p["gradients"] else ""
             act_fwd = fwd.get("Activation", 0) + fwd.get("Other", 0)
-            cells = [f"{_mib(g)}{share}", _mib(peak.get("Activation", 0) + peak.get("Other", 0)),
+            cells = [_mib(peak.get("Gradient", 0)), _mib(peak.get("Activation", 0) + peak.get("Other", 0)),
                      _mib(peak.get("Temp", 0)), _mib(act_fwd) if fwd else "—",
-                     _pct(_error(p["saved"], act_fwd)) if fwd else "—"]
+                     _pct(_error(p["saved_total"], act_fwd)) if fwd else "—"]
         lines.append(f"| {r['network']} | {r['batch']} | {r.get('device_label', r['device'])} | "
-                     f"{_mib(p['weights'])} | {_mib(p['gradients'])} | "
-                     f"{_mib(p['optimizer'])} | {_mib(p['saved'])} | " + " | ".join(cells) + " |")
-    shares = [r["tracked"]["peak"].get("Gradient", 0) / r["predicted"]["gradients"] for r in rows
-              if r.get("tracked", {}).get("peak") and r["predicted"]["gradients"]]
-    span = (f"{min(shares):.0%}" if f"{min(shares):.0%}" == f"{max(shares):.0%}"
-            else f"between {min(shares):.0%} and {max(shares):.0%}") if shares else ""
-    seen = f" Here, at the tracked peak {span} of the weight gradients existed." if shares else ""
-    lines += ["", "Why predicted and measured differ: `training_bytes` adds every part as if all were alive "
-              "together, but a step is a sequence. The previous step's gradients are freed by `zero_grad` before "
-              "the forward; backward then allocates each weight's gradient while it frees the saved activations "
-              "of the layers it has finished, so at the peak only part of the gradients exist and part of the "
-              "activations are gone (the prediction's surplus)." + seen + " Against that, backward holds "
-              "temporaries the prediction leaves out: the gradient flowing between layers (often two at once, "
-              "into and out of the running op), each op's output and scratch (the prediction's shortfall). How they "
-              "balance depends on where the peak falls: early in backward, nearly every activation is alive and "
-              "few gradients exist (the surplus is the missing gradients, small beside large activations); in a "
-              "network whose backward starts with most of its weights (VGG's fully connected layers), nearly all "
-              "gradients exist at the peak and the surplus is the activations already freed.", "",
-              "The saved activations themselves (after forward) are the tensors PyTorch keeps, within the last "
-              "column's error, which comes from two small differences: on CPU, dropout keeps its mask as a float "
-              "tensor (4 bytes per element in fp32, where core counts the 1-byte bool mask CUDA's fused dropout "
-              "keeps), and `adaptive_avg_pool2d` to an output other than 1×1 (VGG's 7×7) saves its input for "
-              "backward, which core does not count (to 1×1, as in ResNet and MobileNet, PyTorch takes a mean "
-              "that saves nothing)."]
+                     f"{p['peak_at'].removeprefix('the ')} | {_mib(p['weights'])} | {_mib(p['optimizer'])} | "
+                     f"{_mib(p['gradients'])} | {_mib(p['saved'])} | {_mib(p['outputs'])} | "
+                     + " | ".join(cells[:3]) + f" | {_mib(p['saved_total'])} | " + " | ".join(cells[3:]) + " |")
+    curves = [r for r in rows if r.get("curve")]
+    if curves:
+        lines += ["", f"The curve, layer by layer (batch {CURVE_BATCH}): MemTracker's live bytes after each layer's "
+                  "forward and just before each layer's backward (`core.bridge.memory_trace`), against the modelled "
+                  "step at the same points; |difference| as a share of the modelled peak.", "",
+                  "| network | device | forward samples | forward median | forward max | backward samples "
+                  "| backward median | backward max | rises, then falls |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+        for r in curves:
+            cv = r["curve"]
+            fw, bw = cv.get("forward", {}), cv.get("backward", {})
+            lines.append(f"| {r['network']} | {r.get('device_label', r['device'])} | {fw.get('n', 0)} | "
+                         f"{fw.get('median', 0):.2%} | {fw.get('max', 0):.2%} | {bw.get('n', 0)} | "
+                         f"{bw.get('median', 0):.2%} | {bw.get('max', 0):.2%} | "
+                         f"{'yes' if cv.get('rises_then_falls') else 'no'} |")
+    lines += ["", "Why predicted and measured differ. The model follows the tensors (MemTracker's view): weights, "
+              "optimizer state, the gradients made so far, the activations still to be read by a backward, and "
+              "the gradients in flight. The profiler's measured peak adds scratch an op allocates and frees inside "
+              "itself (the CPU convolution backward's, the size of its input and weight gradients), which neither "
+              "the model nor MemTracker sees. The saved activations after the forward differ from PyTorch's by two "
+              "small things: on CPU, dropout keeps its mask as a float tensor (4 bytes per element in fp32, where "
+              "core counts the 1-byte bool mask CUDA's fused dropout keeps), and `adaptive_avg_pool2d` to an output "
+              "other than 1×1 (VGG's 7×7) saves its input for backward, which core does not count."]
     return "\n".join(lines) + "\n"
 
 

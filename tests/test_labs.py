@@ -255,7 +255,11 @@ def test_training_memory_parts_and_data_parallel():
     assert lab4.per_gpu_batch(5, 2) == 3
     frame = lab4.memory_vs_batch("resnet50", 1, overhead_mib=400)
     assert list(frame["batch"]) == list(lab4.MEMORY_BATCHES)
-    assert frame["total per GPU"].is_monotonic_increasing
+    assert frame["peak per GPU"].is_monotonic_increasing
+    # per GPU: the step's peak (core.timeline) plus the overhead, less than the parts in full, never all alive at once
+    whole = lab4.training_memory("resnet18", 64, 1, "fp32", "sgd_momentum", 400)
+    assert whole["per_gpu"] == core.analyze("resnet18", batch_size=64).totals["training_bytes"] + 419_430_400
+    assert whole["per_gpu"] < whole["sum_of_parts"] == sum(m.values())
 
 
 # == lab 5 ==========================================================================================================

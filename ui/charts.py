@@ -273,23 +273,27 @@ def memory_chart(frame: pd.DataFrame, capacity_gib: float | None) -> alt.Chart:
     return chart.properties(height=300)
 
 
-def _render(chart: alt.Chart, fmt: str) -> bytes | str:
+def _render(chart: alt.Chart | dict, fmt: str) -> bytes | str:
     """The chart as SVG text or PNG bytes, drawn server-side by vl-convert (imported on first download only)."""
+    import json
+
     import vl_convert
 
-    spec = chart.to_json()
+    spec = json.dumps(chart) if isinstance(chart, dict) else chart.to_json()
     return vl_convert.vegalite_to_svg(spec) if fmt == "svg" else vl_convert.vegalite_to_png(spec, scale=2)
 
 
-def show(chart: alt.Chart, key: str, file_name: str, container=None) -> None:
-    """Draw ``chart`` with SVG and PNG download buttons under it; the image is drawn only when one is clicked.
+def show(chart: alt.Chart | dict, key: str, file_name: str, container=None) -> None:
+    """Draw ``chart`` (altair, or a Vega-Lite spec as a dict) with SVG and PNG download buttons under it; the image is
+    drawn only when one is clicked.
 
     Build charts from channel objects (``alt.X("a:Q")``, ``alt.Tooltip("b:N")``), not shorthand strings: altair
     resolves each string against the Vega-Lite schema, several ms apiece, which the page pays on every change."""
     box = container if container is not None else st
     # altair validates a spec against the Vega-Lite schema, data rows included, on every render (tens of ms for a
     # roofline's 500 points); the helpers' specs are validated once in the tests instead (test_app)
-    box.vega_lite_chart(chart.to_dict(validate=False), width="stretch", key=key)
+    spec = chart if isinstance(chart, dict) else chart.to_dict(validate=False)
+    box.vega_lite_chart(spec, width="stretch", key=key)
     a, b, _ = box.columns([1, 1, 6])
     a.download_button("SVG", lambda: _render(chart, "svg"), f"{file_name}.svg", "image/svg+xml", key=f"{key}_svg",
                       type="tertiary", icon=":material/download:", on_click="ignore")

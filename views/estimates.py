@@ -1,6 +1,6 @@
 """Estimates: the predicted or PALEO breakdown (the PALEO bound beside a prediction), time, throughput and memory
-vs batch size, the same network on other devices, convolution algorithms and data-parallel scaling. Only the open
-tab runs, so a change re-renders fast."""
+vs batch size, memory over a training step, the same network on other devices, convolution algorithms and
+data-parallel scaling. Only the open tab runs, so a change re-renders fast."""
 
 import pandas as pd
 import streamlit as st
@@ -12,6 +12,7 @@ from core.sweeps import largest_batch, overhead_limited_up_to
 from core.terms import limiting_term
 from ui.charts import bars_chart, lines_chart, memory_chart, show
 from ui.explain import how
+from ui.memory_view import show_timeline
 from ui.state import devices, page, time_settings
 from ui.tables import dataframe
 from ui.text import estimate_caption, model_label, predicted_notes
@@ -46,8 +47,8 @@ how(model, "Each layer's FLOPs at the datasheet peak plus its bytes at the datas
 BATCHES = [2 ** i for i in range(13)]
 name = f"{report.name}_{dev.id}_{report.dtype}"
 
-tab_parts, tab_batch, tab_devices, tab_conv, tab_dp = st.tabs(
-    ["Breakdown", "Batch size", "Other devices", "Convolution algorithm", "Data parallel"],
+tab_parts, tab_batch, tab_memory, tab_devices, tab_conv, tab_dp = st.tabs(
+    ["Breakdown", "Batch size", "Memory", "Other devices", "Convolution algorithm", "Data parallel"],
     key="estimates_tab", on_change="rerun")
 
 
@@ -143,6 +144,9 @@ if tab_batch.open:
     show(memory_chart(by_batch[["batch", "training memory GiB", "inference memory GiB"]],
                       cap / 2 ** 30 if cap else None), "memory_chart", f"{name}_memory_vs_batch", tab_batch)
     dataframe(by_batch, key="by_batch", container=tab_batch)
+
+if tab_memory.open:
+    show_timeline(report, dev.memory_capacity, dev.name, "memory_timeline", tab_memory)
 
 if tab_devices.open:
     cmp = sweep(report, list(devices().devices.values()), [report.batch_size], dtype=None,

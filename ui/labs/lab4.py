@@ -1,5 +1,6 @@
 """Lab 4 · ResNet memory: how much memory training ResNet18/50 takes compared with its parameters, by part (weights,
-gradients, optimizer state, saved activations, an assumed overhead), on one GPU and on data-parallel GPUs.
+gradients, optimizer state, saved activations, an assumed overhead), when its peak happens over a training step
+(``core.timeline``), on one GPU and on data-parallel GPUs.
 
 The numbers are pure functions over ``core`` (tests/test_labs.py checks them by hand); ``show`` lays them out."""
 
@@ -17,6 +18,7 @@ from core.units import format_bytes
 from ui.charts import memory_chart
 from ui.charts import show as show_chart
 from ui.labs.common import MIB, in_words, open_button, preferred, question, reading
+from ui.memory_view import show_timeline
 from ui.tables import dataframe
 
 TITLE = "4 · ResNet memory"
@@ -35,8 +37,9 @@ def per_gpu_batch(batch: int, gpus: int) -> int:
 
 
 def memory_parts(report: core.Report, overhead_mib: float) -> dict:
-    """Training memory on one GPU, in bytes, by part: weights (with buffers and any fp32 master copy), gradients,
-    optimizer state, activations saved for backward, and the framework/CUDA-context overhead assumed by the user."""
+    """Each part of training memory on one GPU in full, in bytes: weights (with buffers and any fp32 master copy),
+    gradients, optimizer state, activations saved for backward, and the framework/CUDA-context overhead assumed by
+    the user. They are never all alive at once: the step's peak (``training_memory``'s "per_gpu") is less."""
     t = report.totals
     return {"weights": t["param_bytes"] + t["buffer_bytes"] + t["master_weight_bytes"],
             "gradients": t["gradient_bytes"], "optimizer state": t["optimizer_bytes"],
@@ -45,22 +48,25 @@ def memory_parts(report: core.Report, overhead_mib: float) -> dict:
 
 def training_memory(name: str, batch: int, gpus: int = 1, dtype: str = DEFAULT_DTYPE,
                     optimizer: str = DEFAULT_OPTIMIZER, overhead_mib: float = 0.0) -> dict:
-    """Per-GPU parts (bytes) for a global ``batch`` over ``gpus`` data-parallel GPUs (each a full replica)."""
+    """Per-GPU parts in full and the step's peak plus the overhead ("per_gpu"), in bytes, for a global ``batch``
+    over ``gpus`` data-parallel GPUs (each a full replica)."""
     report = core.analyze(name, batch_size=per_gpu_batch(batch, gpus), dtype=dtype, optimizer=optimizer)
     parts = memory_parts(report, overhead_mib)
-    return {"parts": parts, "per_gpu": sum(parts.values()), "all_gpus": gpus * sum(parts.values()),
+    peak = report.totals["training_bytes"] + parts["overhead (assumed)"]
+    return {"parts": parts, "sum_of_parts": sum(parts.values()), "per_gpu": peak, "all_gpus": gpus * peak,
             "per_gpu_batch": report.batch_size, "param_bytes": report.totals["param_bytes"],
-            "params": report.totals["params"]}
+            "params": report.totals["params"], "report": report}
 
 
 def memory_vs_batch(name: str, gpus: int = 1, dtype: str = DEFAULT_DTYPE, optimizer: str = DEFAULT_OPTIMIZER,
                     overhead_mib: float = 0.0, batches=MEMORY_BATCHES) -> pd.DataFrame:
-    """Per-GPU memory by part (GiB) for each global batch size, in the wide form ``ui.charts.memory_chart`` draws."""
+    """Per-GPU memory by part in full and the step's peak (GiB) for each global batch size, in the wide form
+    ``ui.charts.memory_chart`` draws."""
     rows = []
     for b in batches:
         m = training_memory(name, b, gpus, dtype, optimizer, overhead_mib)
         rows.append({"batch": b, **{k: v / 2 ** 30 for k, v in m["parts"].items() if v},
-                     "total per GPU": m["per_gpu"] / 2 ** 30})
+                     "peak per GPU": m["per_gpu"] / 2 ** 30})
     return pd.DataFrame(rows)
 
 
@@ -91,7 +97,9 @@ def show(db) -> None:
     k1.metric("Parameters", f"{m['params']:,}")
     k2.metric(f"Parameter memory ({dtype})", format_bytes(m["param_bytes"], 2),
               help=f"{m['params']:,} × {m['param_bytes'] // m['params']} B = {m['param_bytes']:,} B")
-    k3.metric(f"Training memory per GPU (batch {m['per_gpu_batch']} each)", format_bytes(m["per_gpu"], 2))
+    k3.metric(f"Training memory per GPU (batch {m['per_gpu_batch']} each)", format_bytes(m["per_gpu"], 2),
+              help=f"the peak of a training step plus the assumed overhead; the parts in full add up to "
+                   f"{format_bytes(m['sum_of_parts'], 2)}, but they are never all alive at once (the chart below)")
     k4.metric(f"All {gpus} GPU(s) ÷ parameter memory", f"{m['all_gpus'] / m['param_bytes']:,.1f}×")
     dataframe(pd.DataFrame([{"part": k, "per GPU MiB": v / MIB, "share": v / m["per_gpu"]}
                             for k, v in m["parts"].items()]), key="lab4_parts",
@@ -101,10 +109,14 @@ def show(db) -> None:
     show_chart(memory_chart(memory_vs_batch(name, gpus, dtype, optimizer, overhead), cap / 2 ** 30), "lab4_chart",
                f"{name}_memory_{gpus}gpu_{dtype}")
     st.caption(f"Per GPU vs global batch; the red line is a {cap / 2 ** 30:.0f} GiB V100 (its memory).")
+    st.markdown(f"**Over one training step** (batch {m['per_gpu_batch']} per GPU, without the assumed overhead):")
+    show_timeline(m["report"], cap, db.devices[CAPACITY_DEVICE].name, "lab4_timeline")
     reading(parameter_memory_line(),
             "Training adds gradients (same size), optimizer state (momentum "
             f"{OPTIMIZERS['sgd_momentum']}×, Adam {OPTIMIZERS['adam']}×) and the activations saved for backward, "
-            "which grow with the batch and soon dominate; the context and workspace come on top.",
+            "which grow with the batch and soon dominate; the context and workspace come on top. They are never all "
+            "alive at once: the peak comes early in the backward, when most saved activations are still alive and "
+            "few gradients are made yet (the step chart).",
             "A report's 130–290× gap between GPU memory and parameters is these parts, plus what PyTorch's caching "
             "allocator keeps reserved (which GPUtil counts as used) — not \"communication overhead\".",
             f"On {GPUS[-1]} data-parallel GPUs each holds a full replica (weights, gradients, state, context) and half "
