@@ -90,6 +90,13 @@ def test_totals_printed_are_the_api_totals(executed):
     assert f"+ {t['flops'] - 2 * t['macs']:,} in BatchNorm" in text
 
 
+def test_memory_over_a_training_step(executed):
+    cells, *_ = executed
+    r32 = analyze("resnet50", batch_size=32).totals           # its peak and where, and the chart drawn
+    assert f"peak {r32['training_bytes']:,} B in {r32['training_peak_at']}" in _text(cells["timeline"])
+    assert "vega" in "".join(o.data.get("text/html", "") for o in cells["timeline"].outputs if "data" in o)
+
+
 def test_hand_arithmetic(executed):
     cells, *_ = executed
     # conv1: 64 filters of 3×7×7 on a 112×112 output at batch 1: 64·112·112 = 802,816 outputs × 3·7·7 = 147 MACs each
