@@ -6,26 +6,23 @@ One training step = ``zero_grad(set_to_none=True)`` + forward + ``loss.backward(
 loss the mean of the output (``core.bridge.timing``'s train step).
 
 * predicted — ``core.analyze(name, batch_size=b, dtype="fp32", optimizer="sgd_momentum").totals["training_bytes"]``
-  = the peak of ``core.timeline``'s modelled step, shown split into its parts at the peak.
-  ``sgd_momentum`` is the optimizer ``time_module`` trains with by default: ``torch.optim.SGD(momentum=0.9)``, one
-  momentum buffer per trainable weight.
+  = the peak of ``core.timeline``'s modelled step, split into its parts at the peak (``sgd_momentum``:
+  ``time_module``'s default optimizer, ``torch.optim.SGD(momentum=0.9)``).
 * measured — ``core.bridge.timing.time_module(..., passes=("train_step",), warmup=2, repeats=1)``'s peak for the
   train step, taken during its second warm-up step (the first created the momentum buffers and left gradients,
   which the measured step frees first, as every later step does). On CPU: the bytes resident when the step starts
   (weights, buffers, momentum buffers, the input batch) + the largest running sum of torch.profiler's allocation
   and free records during the step. On CUDA: ``torch.cuda.max_memory_allocated`` (every tensor on the device).
-* second method — ``MemTracker`` around one more step from the same state (``track_step``; the comment above it).
-* curve — ``core.bridge.memory_trace.trace_step``: MemTracker's live bytes after each layer's forward and before each
-  layer's backward, against the model's (at batch ``CURVE_BATCH`` only).
+* second method — ``MemTracker`` around one more step from the same state (``track_step``; the comment above it);
+  at batch ``CURVE_BATCH``, its live bytes layer by layer (``core.bridge.memory_trace``) against the model's.
 
 Each network × batch runs in its own process (allocator state and the profiler's bookkeeping do not carry over
 from one measurement to the next), with ``threads`` intra-op threads (``time_module``'s ``threads``; default: every
 core). CUDA is measured too when ``torch.cuda.is_available()``. Error = (predicted − measured) / measured; target:
 within ±15 %.
 
-Run: ``python benchmarks/bench_memory.py [--quick] [--threads N] [--device cpu] [--json FILE]``. Prints Markdown
-(about 11 minutes on 2 shared cores; VGG-16 at batch 32 is half of it). ``--quick``: mnist_cnn at batch 1 and 4
-(a smoke test, under a minute).
+Run: ``python benchmarks/bench_memory.py [--quick] [--threads N] [--device cpu] [--json FILE]``: Markdown, about
+15 minutes on 2 shared cores. ``--quick``: mnist_cnn at batch 1 and 4 (a smoke test, under a minute).
 """
 
 from __future__ import annotations
