@@ -81,7 +81,8 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--explain", action="store_true",
                    help="say how the times are made: the model's terms, the basis of its typical error, what it was "
                         "fitted on, and the forward inside a training step")
-    from . import cli_memory
+    from . import cli_graph, cli_memory
+    cli_graph.add_parser(sub)
     cli_memory.add_parser(sub)
 
     from .bridge import cli_ext  # time and calibrate: torch is imported only when they run
@@ -136,6 +137,9 @@ def _run(args) -> int:
     if args.cmd in ("time", "calibrate"):
         from .bridge import cli_ext
         return cli_ext.dispatch(args)
+    if args.cmd == "graph":
+        from . import cli_graph
+        return cli_graph.run(args)
     if args.cmd == "memory":
         from . import cli_memory
         return cli_memory.run(args)
