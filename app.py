@@ -10,6 +10,7 @@ import streamlit as st
 PAGES = {
     "CNN performance calculator": [
         st.Page("views/layers.py", title="Layers", url_path="layers", default=True),
+        st.Page("views/graph.py", title="Graph", url_path="Graph"),
         st.Page("views/roofline.py", title="Roofline", url_path="Roofline"),
         st.Page("views/estimates.py", title="Estimates", url_path="Estimates"),
         st.Page("views/devices.py", title="Devices", url_path="Devices"),

@@ -23,7 +23,8 @@ LAB2_TABS = ["Eleven devices", "Ten networks on two rooflines", "Latency vs FLOP
 VIEWS = {"views/estimates.py": [{"estimates_tab": t} for t in ["Breakdown", "Batch size", "Other devices",
                                                                  "Convolution algorithm", "Data parallel"]],
          "views/course_labs.py": [{"lab": 1}, *({"lab": 2, "lab2_tab": t} for t in LAB2_TABS),
-                                    {"lab": 3}, {"lab": 4}, {"lab": 5}]}
+                                    {"lab": 3}, {"lab": 4}, {"lab": 5}],
+         "views/graph.py": [{"graph_measure": "time"}, {"graph_measure": "flops", "graph_expand": "layer3"}]}
 
 
 def page_times(page: str, model: str, repeats: int, view: dict | None = None) -> float:

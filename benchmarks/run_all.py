@@ -37,6 +37,7 @@ BENCHMARKS = {
     "analyze": "bench_analyze",      # core.analyze on ResNet-152 at batch 1 and 1024, the CLI's wall time
     "estimate": "bench_estimate",    # PALEO sweep over every device
     "app": "bench_app",              # Streamlit page script times
+    "graph": "bench_graph",          # the network's graph as DOT: build time per built-in network
     "predict": "bench_predict",      # calibrated CPU vs measured forward and training step, 24 CNNs, protocols
                                      # (a) controlled, (b) as a user runs it, (c) busy neighbour (~25 min)
     "memory": "bench_memory",        # predicted vs measured training-step memory (about 11 min)

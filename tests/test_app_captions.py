@@ -71,7 +71,7 @@ def test_the_rule_itself():
     assert too_long("x" * 201) == "201 characters (at most 200)"
 
 
-@pytest.mark.parametrize("name", ["layers", "roofline", "devices", "network", "compare", "benchmark"])
+@pytest.mark.parametrize("name", ["layers", "graph", "roofline", "devices", "network", "compare", "benchmark"])
 def test_each_page_answers_first(name):
     assert_answers_first(problems(open_page(str(VIEWS / f"{name}.py")), name))
 

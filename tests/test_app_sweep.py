@@ -13,8 +13,8 @@ from ui.labs import LABS
 
 VIEWS = Path(__file__).resolve().parent.parent / "views"
 
-PAGES = ("layers", "roofline", "estimates", "devices", "network", "benchmark", "compare", "course_labs")
-ESTIMATES_TABS = ("Breakdown", "Batch size", "Other devices", "Convolution algorithm", "Data parallel")
+PAGES = ("layers", "graph", "roofline", "estimates", "devices", "network", "benchmark", "compare", "course_labs")
+ESTIMATES_TABS = ("Breakdown", "Batch size", "Memory", "Other devices", "Convolution algorithm", "Data parallel")
 
 # networks a user can build or upload that do little or nothing
 DEGENERATE = {

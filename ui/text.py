@@ -1,11 +1,12 @@
-"""Text renderings of core results: LaTeX for pen-and-paper lines, a Markdown report of the current analysis."""
+"""Text renderings of core results: LaTeX for pen-and-paper lines, a Markdown report of the current analysis (with
+the network's collapsed graph as a DOT block)."""
 
 from __future__ import annotations
 
 import re
 
 import core
-from core import gpu_model
+from core import gpu_model, netviz
 from core.cli_text import calibration_line
 from core.units import format_bytes
 
@@ -149,4 +150,8 @@ def markdown_report(report: core.Report, est=None) -> str:
               "|---|---|---|---:|---:|---:|---:|"]
     lines += [f"| {l.name} | {l.op} | {'×'.join(map(str, l.output_shape))} | {l.params:,} | {l.macs:,} | "
               f"{l.flops:,} | {l.backward_flops:,} |" for l in report.layers]
+    lines += ["", "## Graph", "",
+              "Repeated blocks collapsed, coloured by share of FLOPs. Render it with Graphviz (`dot -Tsvg report.dot "
+              "> graph.svg`) or any Graphviz viewer; the app's Graph page draws it too.", "",
+              "```dot", netviz.dot(report, "flops", collapse=True).rstrip("\n"), "```"]
     return "\n".join(lines) + "\n"

@@ -7,6 +7,7 @@ import streamlit as st
 import core
 from core.edit import channel_groups
 from ui import builder
+from ui.graph_view import ask_highlight
 from ui.onnx_upload import import_onnx_upload
 from ui.state import (
     CUSTOM_NET,
@@ -101,6 +102,13 @@ if names:
         st.caption("Coupled group: " + (", ".join(coupled[:12]) + (" …" if len(coupled) > 12 else "")
                                          if coupled else "none — only this layer's output width changes")
                    + ".", help="Layers reading this output change shape with it.")
+    else:
+        coupled = []
+    if st.button(f"See {layer} in the graph", key="edit_see_graph", icon=":material/account_tree:",
+                 help="The Graph page outlines it" + (" and its coupled group" if coupled else "") + " in blue."):
+        ask_highlight([layer, *coupled], f"the what-if edit's layer {layer}"
+                      + (f" and its coupled channel group ({len(coupled)} more)" if coupled else ""))
+        st.switch_page("views/graph.py")
     if c4.button("Apply", key="edit_apply", type="primary"):
         try:
             result = core.edit(net, layer, field, int(value))
@@ -108,6 +116,7 @@ if names:
             st.error(f"Not applied — {e}. The network is unchanged.")
         else:
             effect = builder.edit_effect(sel, result.network, st.session_state[INPUT], time_settings())
+            ask_highlight(result.changed, f"the layers the edit of {layer}.{field} rewrote")
             _apply(result.network, f"{layer}.{field} = {int(value)}: {effect}changed "
                                    f"{', '.join(result.changed)}; shapes followed in {len(result.reshaped)} layers")
 if st.session_state.get("edit_message") and st.session_state[MODEL] == "custom":
