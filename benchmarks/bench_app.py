@@ -20,7 +20,7 @@ SKIP = {"views/benchmark.py"}      # live timing is not a page to re-render on e
 # pages whose parts run only when open (lazy tabs, a lab selector): the session-state settings of each view, timed open
 LAB2_TABS = ["Eleven devices", "Ten networks on two rooflines", "Latency vs FLOPs and params",
              "Throughput, forward : backward", "Measured here"]
-VIEWS = {"views/estimates.py": [{"estimates_tab": t} for t in ["Breakdown", "Batch size", "Other devices",
+VIEWS = {"views/estimates.py": [{"estimates_tab": t} for t in ["Breakdown", "Batch size", "Memory", "Other devices",
                                                                  "Convolution algorithm", "Data parallel"]],
          "views/course_labs.py": [{"lab": 1}, *({"lab": 2, "lab2_tab": t} for t in LAB2_TABS),
                                     {"lab": 3}, {"lab": 4}, {"lab": 5}],
