@@ -67,13 +67,27 @@ def _roots(c: Compiled) -> tuple[dict, dict]:
     return root, size
 
 
+def _reaches_an_output(c: Compiled) -> set[str]:
+    """The nodes some output depends on: only they take part in the backward (an unused parameter gets no
+    gradient, as Inception v3's auxiliary classifier when its output is left out)."""
+    seen, todo = set(c.outputs), list(c.outputs)
+    while todo:
+        info = c.by_name.get(todo.pop())
+        for s in info.inputs if info is not None else ():
+            if s not in seen:
+                seen.add(s)
+                todo.append(s)
+    return seen
+
+
 def _walk(c: Compiled, capture: int | None = None):
     """Yield ``Counts`` for every step; with ``capture`` = a step index, return the tensors alive at that step."""
     root, size = _roots(c)
     by_index = {n.index: n for n in c.nodes}
+    used = _reaches_an_output(c)                       # others get no gradient and keep nothing for a backward
     kept: dict[str, int] = {}                          # saved root -> forward index of its earliest saver
     for n in c.nodes:
-        if n.needs_grad:
+        if n.needs_grad and n.name in used:
             for r in [root[n.inputs[i]] for i in n.saves.inputs] + ([root[n.name]] if n.saves.output else []):
                 kept[r] = min(kept.get(r, n.index), n.index)
     last_read: dict[str, int] = {}
@@ -106,7 +120,7 @@ def _walk(c: Compiled, capture: int | None = None):
         r = root[n.name]
         if r == n.name and size[r]:
             add(r, "saved" if r in kept else "outputs")
-        if n.needs_grad:
+        if n.needs_grad and n.name in used:
             extra += n.saves.extra_bytes
             fixed += n.saves.fixed_bytes
         if capture == step:
@@ -131,7 +145,7 @@ def _walk(c: Compiled, capture: int | None = None):
         free_after.setdefault(i, []).append(r)
     for i in sorted(by_index, reverse=True):           # backward
         n = by_index[i]
-        if not n.needs_grad:
+        if not n.needs_grad or n.name not in used:
             continue
         out_grad = grad.pop(n.name, None)
         view = n.rule.alias and not n.rule.copies_in_training

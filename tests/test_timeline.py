@@ -65,6 +65,28 @@ def test_what_is_alive_at_the_peak():
                                     ("gradient of r1's output", 128), ("gradient of c2's output", 128)])
 
 
+def _ancestors_of_outputs(c) -> set[str]:
+    out, todo = set(), list(c.outputs)
+    while todo:
+        name = todo.pop()
+        if name not in out:
+            out.add(name)
+            todo += list(c.by_name[name].inputs) if name in c.by_name else []
+    return out
+
+
+def test_a_branch_no_output_reads_gets_no_gradient():
+    # x (8) → a: linear 8→4 (output); dead: linear 8→16 that nothing reads. 36 + 144 = 180 weights, 720 B, momentum
+    # 720 B, input 32 B. The peak is a's backward: its output's gradient (16 B) and a's 36 weight gradients (144 B);
+    # dead's 144 weights never get one: 720 + 720 + 32 + 16 + 144 = 1,632 B
+    net = Network.make("dead", {"x": (8,)}, [Node.make("a", "linear", "x", out_features=4),
+                                             Node.make("dead", "linear", "x", out_features=16)], ["a"])
+    r = analyze(net)
+    assert r.totals["training_bytes"] == 1_632 and r.totals["training_peak_at"] == "the backward of a"
+    assert [x["layer"] for x in r.memory_timeline()] == ["a", "dead", "a", "step"]
+    assert r.memory_timeline()[-1]["gradients"] == 144
+
+
 def _input_saved(c) -> bool:
     return any(n.needs_grad and any(n.inputs[i] in c.input_shapes for i in n.saves.inputs) for n in c.nodes)
 
@@ -82,6 +104,10 @@ def test_every_builtin_peak_is_the_training_memory(name):
     assert end["saved"] + (t["input_bytes"] if _input_saved(r.compiled) else 0) == t["saved_activation_bytes"]
     last = rows[-1]
     assert last["phase"] == "optimizer" and last["saved"] == last["outputs"] == 0
-    assert last["gradients"] == t["gradient_bytes"]
+    # every weight's gradient exists at the update, but for parameters no output depends on (Inception v3 keeps its
+    # auxiliary classifier's 3,326,696 as parameters nothing reads): PyTorch leaves their .grad None
+    unused = sum(n.params.trainable for n in r.compiled.nodes if n.name not in _ancestors_of_outputs(r.compiled))
+    assert last["gradients"] == t["gradient_bytes"] - unused * r.precision.grad
+    assert unused == (3_326_696 if name == "inception_v3" else 0)
     assert last["parameters"] == t["param_bytes"] + t["buffer_bytes"] + t["master_weight_bytes"]
     assert last["optimizer"] == t["optimizer_bytes"]
