@@ -1,6 +1,7 @@
 """An analysis at one batch size, precision and optimizer: totals and one row per node.
 
-Built from a ``Compiled`` network by arithmetic alone: totals are O(1), the per-layer rows are built on first use.
+Built from a ``Compiled`` network by arithmetic alone: totals are O(1) (the training step's memory walk,
+``core.timeline``, runs once per network), the per-layer rows are built on first use.
 """
 
 from __future__ import annotations
