@@ -8,7 +8,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 import bench_memory
 
-PARTS = ("weights", "gradients", "optimizer", "saved")
+PARTS = ("weights", "gradients", "optimizer", "saved", "outputs")      # at the step's peak
 
 
 def test_bench_memory_quick(capsys):
@@ -19,6 +19,7 @@ def test_bench_memory_quick(capsys):
         assert "failure" not in r, r["failure"]
         p = r["predicted"]
         assert all(p[k] > 0 for k in (*PARTS, "total"))
+        assert p["saved_total"] >= p["saved"] - p["input"]          # at the peak some saved activations are gone
         assert p["total"] == sum(p[k] for k in PARTS)          # the breakdown adds up to training_bytes
         assert r["measured"] > 0 and r["step_s"] > 0
         assert r["error"] == (p["total"] - r["measured"]) / r["measured"]
