@@ -30,7 +30,8 @@ def test_ir_source_module_ir(name):
     a, b = core.analyze(net, batch_size=2), core.analyze(back.network, batch_size=2)
     assert signature(a) == signature(b)
     named = ("activation_peak_at", "training_peak_at")          # layer names differ; where they fall does not
-    assert {k: v for k, v in a.totals.items() if k not in named} == {k: v for k, v in b.totals.items() if k not in named}
+    assert {k: v for k, v in a.totals.items() if k not in named} == \
+        {k: v for k, v in b.totals.items() if k not in named}
     assert a.timeline.peak_step == b.timeline.peak_step
 
 
