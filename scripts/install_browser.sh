@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Debian's Chromium for the end-to-end browser test (Playwright cannot download browsers here).
-# Does nothing when /usr/bin/chromium is already there.
+# Debian's Chromium for the end-to-end browser tests (Playwright cannot download browsers here), then Debian's HAProxy
+# (scripts/install_haproxy.sh) for scripts/serve_class.sh and its tests. Installs only what is missing.
 set -euo pipefail
-[ -x /usr/bin/chromium ] && exit 0
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get install -y -qq chromium >/dev/null 2>&1 || { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq chromium; }
+if [ ! -x /usr/bin/chromium ]; then
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get install -y -qq chromium >/dev/null 2>&1 || { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq chromium; }
+fi
+bash "$(dirname "$0")/install_haproxy.sh"
