@@ -12,8 +12,10 @@ its own and picks it in the sidebar.
 Latency: from sending the change (protocol) or from the click (browser) to the end of the script run it caused (the
 ``script_finished`` message; in the browser, the app's script state back to "notRunning"). Errors: a failed or timed
 out step, a red exception or error box, or a device of another session in this session's list (they must be
-independent). RSS: the server process's resident memory, sampled every 0.25 s. The user home the server is given
-($CNN_CALC_HOME) must still be empty at the end.
+independent). RSS: the server process's resident memory, sampled every 0.25 s, and its own peak (VmHWM). The shared
+cache (ui/shared_cache.py): its hit rate, entries and approximate size, which the server writes to a file outside its
+home ($CNN_CALC_CACHE_STATS) after each lookup. The user home the server is given ($CNN_CALC_HOME) must still be empty
+at the end.
 
 Run: python benchmarks/bench_load.py [--quick]   (--quick: 3 protocol sessions, no browser)
 """
@@ -21,6 +23,7 @@ Run: python benchmarks/bench_load.py [--quick]   (--quick: 3 protocol sessions, 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import socket
@@ -81,9 +84,11 @@ def _cpu_s(pid: int) -> float | None:
 class Server:
     """``streamlit run app.py`` in server mode on a free localhost port, with an empty $CNN_CALC_HOME; RSS sampled."""
 
-    def __init__(self, home: Path):
-        self.home, self.port = home, _free_port()
+    def __init__(self, home: Path, cache_stats: Path | None = None):
+        self.home, self.port, self.cache_stats = home, _free_port(), cache_stats
         env = {**os.environ, "CNN_CALC_SERVER": "1", "CNN_CALC_HOME": str(home)}
+        if cache_stats is not None:
+            env["CNN_CALC_CACHE_STATS"] = str(cache_stats)
         env.pop("CNN_CALC_LIVE", None)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port",
@@ -116,6 +121,13 @@ class Server:
 
     def rss(self) -> float | None:
         return _rss_mib(self.proc.pid)
+
+    def cache(self) -> dict | None:
+        """The server's last shared-cache figures (``ui.shared_cache.stats``), or None before its first lookup."""
+        try:
+            return json.loads(self.cache_stats.read_text()) if self.cache_stats is not None else None
+        except (OSError, ValueError):
+            return None
 
     def stop(self) -> None:
         self._stop.set()
@@ -407,8 +419,9 @@ def measure(quick: bool = False, protocol: int | None = None, browsers: int | No
         import playwright.sync_api  # noqa: F401 — here, not in three threads at once (a partly imported module)
     latencies: list = []
     errors: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="cnn_calc_load_home_") as home:
-        server = Server(Path(home))
+    with tempfile.TemporaryDirectory(prefix="cnn_calc_load_home_") as home, \
+            tempfile.TemporaryDirectory(prefix="cnn_calc_load_cache_") as stats_dir:
+        server = Server(Path(home), Path(stats_dir) / "cache.json")
         try:
             t0, cpu0, server_cpu0 = time.perf_counter(), time.process_time(), _cpu_s(server.proc.pid)
             threads = [threading.Thread(target=_browser_session, args=(server.url, i, names, latencies, errors))
@@ -425,7 +438,7 @@ def measure(quick: bool = False, protocol: int | None = None, browsers: int | No
                 th.join(timeout=900)
             wall, client_cpu = time.perf_counter() - t0, time.process_time() - cpu0
             server_cpu = (_cpu_s(server.proc.pid) or 0.0) - (server_cpu0 or 0.0)
-            end_mib = server.rss()
+            end_mib, cache = server.rss(), server.cache()
             written = sorted(str(p.relative_to(home)) for p in Path(home).rglob("*"))
         finally:
             server.stop()
@@ -443,7 +456,8 @@ def measure(quick: bool = False, protocol: int | None = None, browsers: int | No
             "by_step": {k: {"n": len(v), "median_ms": statistics.median(v) * 1e3, "p95_ms": _pct(v, 95) * 1e3}
                         for k, v in steps.items()},
             "rss_idle_mib": server.idle_mib, "rss_peak_mib": max(server.samples, default=None),
-            "rss_end_mib": end_mib, "files_written": written, "cores": os.cpu_count()}
+            "rss_end_mib": end_mib, "rss_hwm_mib": (cache or {}).get("peak_rss_mib"), "cache": cache,
+            "files_written": written, "cores": os.cpu_count()}
 
 
 def markdown(out: dict) -> str:
@@ -464,6 +478,8 @@ def markdown(out: dict) -> str:
               for k, v in out["by_kind"].items()]
     lines += [f"| server RSS: started (no session) / peak / at the end | {mib(out['rss_idle_mib'])} / "
               f"{mib(out['rss_peak_mib'])} / {mib(out['rss_end_mib'])} |",
+              f"| server's own peak RSS (VmHWM, at its last cache lookup) | {mib(out.get('rss_hwm_mib'))} |",
+              _cache_row(out.get("cache")),
               f"| files written to the server's $CNN_CALC_HOME | {len(out['files_written'])} |",
               f"| steps served per second (all sessions) | {out['steps'] / out['wall_s']:.1f} |",
               f"| CPU seconds: server / this driver (protocol sessions, Playwright; Chromium not counted) | "
@@ -477,6 +493,14 @@ def markdown(out: dict) -> str:
               "runs one script thread per session under one Python interpreter, so on a loaded machine a step waits "
               "for the others' runs."]
     return "\n".join(lines) + "\n"
+
+
+def _cache_row(c: dict | None) -> str:
+    if not c:
+        return "| shared cache (analyses and estimates, all sessions) | — |"
+    rate = f"{c['hit_rate'] * 100:.0f} %" if c.get("hit_rate") is not None else "—"
+    return (f"| shared cache: hit rate ({c['hits']:,} hits, {c['misses']:,} misses) / entries / approx. size / "
+            f"evictions | {rate} / {c['entries']:,} / {c['bytes'] / 2 ** 20:,.0f} MiB / {c['evictions']:,} |")
 
 
 def main(argv=None) -> dict:

@@ -14,4 +14,6 @@ def test_bench_load_quick(capsys):
     assert out["sessions"] == 3 and out["errors"] == []
     assert out["steps"] == 3 * 16 and out["p50_ms"] > 0 and out["rss_peak_mib"] > 0
     assert out["files_written"] == []
+    # sessions share the cache: 3 sessions on 3 networks still find each other's work (the same page revisited)
+    assert out["cache"]["entries"] > 0 and out["cache"]["hits"] > 0 and out["rss_hwm_mib"] >= out["rss_idle_mib"]
     assert "## Classroom load (server mode)" in capsys.readouterr().out

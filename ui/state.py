@@ -13,6 +13,9 @@ server's disk or seen by another student; live timing and calibration are off un
 Links (``ui.links``): a session's first run takes the sidebar's state from the URL's query parameters
 (``_open_link``), and every run writes the state back to them and shows the link to copy (``_share``); the query
 parameters, like the rest of the state, belong to one browser session.
+
+The sidebar's analysis and estimate come from ``ui.shared_cache``: one table for the process, shared by every session
+and keyed by content (the IR, the device's figures, every setting), so it shares work, never a session's data.
 """
 
 from __future__ import annotations
@@ -25,14 +28,14 @@ from dataclasses import dataclass
 import streamlit as st
 
 import core
-from core.api import TIMM_PREFIX, estimate
+from core.api import TIMM_PREFIX
 from core.bridge import timm_models
 from core.choices import DEFAULT_DTYPE, DEFAULT_OPTIMIZER, LAUNCHES, VARIANTS
 from core.devices import DeviceDB, load_devices
 from core.paleo import Estimate
 from core.precision import OPTIMIZERS, PRECISIONS
 from core.zoo import family
-from ui import links
+from ui import links, shared_cache
 
 MODEL, INPUT, BATCH, DTYPE, OPTIMIZER, DEVICE, PPP, VARIANT, LAUNCH = (
     "model", "input_shape", "batch_size", "dtype", "optimizer", "device", "ppp", "variant", "launch")
@@ -160,8 +163,9 @@ def set_custom(network: core.Network) -> None:
 
 
 def analysis(model, input_shape: str, batch: int, dtype: str, optimizer: str) -> core.Report:
-    """core caches the compiled network: a new batch size or dtype is arithmetic, no cache needed here."""
-    return core.analyze(model, input_shape=input_shape or None, batch_size=batch, dtype=dtype, optimizer=optimizer)
+    """The analysis every page shows, from the process-wide cache shared by all sessions (``ui.shared_cache``: keyed
+    by the network's IR content, never by its name)."""
+    return shared_cache.analysis(model, input_shape or None, batch, dtype, optimizer)
 
 
 SERVER_ENV, LIVE_ENV = "CNN_CALC_SERVER", "CNN_CALC_LIVE"
@@ -289,8 +293,7 @@ def sidebar() -> Selection:
         st.stop()
     dev = db.devices[st.session_state[DEVICE]]
     try:
-        est = estimate(report, dev, batch_size=report.batch_size, dtype=report.dtype, optimizer=report.optimizer,
-                       **time_settings())
+        est = shared_cache.estimate(report, dev, **time_settings())     # keyed by the device's figures
         err = None
     except core.CalcError as e:
         est, err = None, str(e)
