@@ -116,10 +116,19 @@ def test_label_expr_evaluated_by_vega_matches_the_python_twin(unit):
 
 # == each chart's axes, rendered ==================================================================================
 
+def views(spec: dict, data: dict | None = None) -> list[dict]:
+    """Every single view of a (nested) layered spec, with the data it draws (its own, or its parent's) under
+    "data"."""
+    data = spec.get("data", data)
+    if "layer" in spec:
+        return [v for layer in spec["layer"] for v in views(layer, data)]
+    return [{**spec, "data": data}]
+
+
 def quantitative_axes(spec: dict) -> list[tuple[str, dict]]:
     """(field, axis) of every quantitative x or y encoding in a (layered) spec."""
     out = []
-    for layer in spec.get("layer", [spec]):
+    for layer in views(spec):
         for ch in ("x", "y"):
             enc = layer.get("encoding", {}).get(ch)
             if enc and enc.get("type") == "quantitative":
@@ -155,8 +164,7 @@ def every_chart(db):
 
 def test_every_value_axis_uses_the_engineering_labels(every_chart):
     for name, (chart, unit) in every_chart.items():
-        spec = chart.to_dict()                       # validated against the Vega-Lite schema
-        axes = [(f, a) for f, a in quantitative_axes(spec) if f != "batch"]
+        axes = [(f, a) for f, a in quantitative_axes(chart) if f != "batch"]
         assert axes, name
         for field, ax in axes:
             assert "labelExpr" in ax and "format(" in ax["labelExpr"], (name, field)
@@ -211,17 +219,17 @@ def tooltips(spec: dict) -> list[list[str]]:
     def mark(layer):
         return layer["mark"] if isinstance(layer["mark"], str) else layer["mark"]["type"]
     return [[t.get("title", t["field"]) for t in layer["encoding"].get("tooltip", [])]
-            for layer in spec.get("layer", [spec]) if mark(layer) != "text"]
+            for layer in views(spec) if mark(layer) != "text"]
 
 
 def test_every_mark_has_a_tooltip_with_full_figures(every_chart, db):
     for name, (chart, _) in every_chart.items():
-        assert all(tooltips(chart.to_dict())), name                 # every mark but a text label
+        assert all(tooltips(chart)), name                           # every mark but a text label
     v100 = db.devices["v100-sxm2"]
     est = estimate("resnet18", v100)
-    spec = roofline_chart(roofline_frame([v100], "fp32"), charts.layer_points(est)).to_dict()
-    rows = [r for d in spec["datasets"].values() for r in d]
-    band = [layer for layer in spec["layer"] if layer["mark"].get("strokeOpacity") == 0]
+    spec = roofline_chart(roofline_frame([v100], "fp32"), charts.layer_points(est))
+    rows = [r for data in {id(v["data"]): v["data"] for v in views(spec)}.values() for r in data["values"]]
+    band = [layer for layer in views(spec) if layer["mark"].get("strokeOpacity") == 0]
     assert band and band[0]["mark"]["strokeWidth"] >= 10 and tooltips(band[0])   # a roof is easy to hover
     roof = next(r for r in rows if "peak_text" in r)
     assert roof["peak_text"] == "15.7 TFLOP/s (15,700,000,000,000 FLOP/s)"    # the V100's fp32 datasheet peak
@@ -233,8 +241,8 @@ def test_every_mark_has_a_tooltip_with_full_figures(every_chart, db):
     # resnet18 conv1 at batch 1: 64·112·112·3·7·7 = 118,013,952 MACs → 236,027,904 FLOPs
     assert conv1["work_text"] == "236 MFLOPs (236,027,904 FLOPs)"
     lab = roofline_chart(roofline_frame([v100], "fp32"), lab2.network_points(["mnist_cnn"], [v100]),
-                         names=lab2.POINT_NAMES).to_dict()
-    points = next(layer for layer in lab["layer"] if layer["mark"]["type"] == "point")
+                         names=lab2.POINT_NAMES)
+    points = next(layer for layer in views(lab) if layer["mark"]["type"] == "point")
     assert tooltips(points)[0][:2] == ["network", "device"]          # a lab's points are networks on devices
 
 

@@ -1,4 +1,4 @@
-"""Chart data and altair specs built from ``core`` results (pages only lay them out).
+"""Chart data and Vega-Lite specs built from ``core`` results (pages only lay them out).
 
 Axes read in engineering units ("100 GFLOP/s", "1 TFLOP/s", "10 ms", "256 MiB"): each quantitative axis gets a
 Vega ``labelExpr`` made by ``label_expr`` from the tick's value; ``tick_label`` is its Python twin (the tests render
@@ -10,15 +10,17 @@ unit prefix.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
+from functools import lru_cache
 
-import altair as alt
 import pandas as pd
 import streamlit as st
 
 from core.roofline import attainable, ridge
+from ui.memo import memo
 
 # -- engineering units ------------------------------------------------------------------------------------------
 
@@ -135,18 +137,15 @@ def log_keep(values, decades: float = 3) -> tuple[int, ...] | None:
     return (1,) if span > decades else (1, 2, 5) if span >= 1 else None
 
 
-def axis(unit: str, scale: float = 1.0, *, log_values=None, wide: bool = False, **kwargs) -> alt.Axis:
-    """An axis labelled in engineering units; ``log_values``: the data of a log axis (it decides which ticks are
-    labelled, ``log_keep``); ``wide``: an x axis, where labels sit side by side and need more room."""
+def axis(unit: str, scale: float = 1.0, *, log_values=None, wide: bool = False, **kwargs) -> dict:
+    """A Vega-Lite axis labelled in engineering units; ``log_values``: the data of a log axis (it decides which ticks
+    are labelled, ``log_keep``); ``wide``: an x axis, where labels sit side by side and need more room."""
     keep = log_keep(log_values, 1 if wide else 3) if log_values is not None else None
-    return alt.Axis(labelExpr=label_expr(unit, scale, keep), **kwargs)
+    return {"labelExpr": label_expr(unit, scale, keep), **kwargs}
 
 
-def full(value, unit: str, scale: float = 1.0) -> str:
-    """The full figure for a tooltip: 4 significant digits with the prefix and, for counts of FLOPs, MACs and bytes
-    and for rates, the exact number beside it ("15.7 TFLOP/s (15,700,000,000,000 FLOP/s)"); '' when missing."""
-    if value is None or value != value:
-        return ""
+@lru_cache(maxsize=65536)
+def _full(value: float, unit: str, scale: float) -> str:
     v = value * scale
     if unit == "FLOP/byte":
         return f"{v:,.2f} FLOP/byte"
@@ -159,6 +158,14 @@ def full(value, unit: str, scale: float = 1.0) -> str:
     return short if short == exact else f"{short} ({exact})"
 
 
+def full(value, unit: str, scale: float = 1.0) -> str:
+    """The full figure for a tooltip: 4 significant digits with the prefix and, for counts of FLOPs, MACs and bytes
+    and for rates, the exact number beside it ("15.7 TFLOP/s (15,700,000,000,000 FLOP/s)"); '' when missing."""
+    if value is None or value != value:
+        return ""
+    return _full(value, unit, scale)
+
+
 def _texts(frame: pd.DataFrame, columns: dict) -> pd.DataFrame:
     """``frame`` with a text column per {new column: (source column, unit, scale)}, for tooltips (each distinct
     value formatted once: a roof repeats its device's peak on every row)."""
@@ -167,9 +174,6 @@ def _texts(frame: pd.DataFrame, columns: dict) -> pd.DataFrame:
         return [done[v] if v in done else done.setdefault(v, full(v, unit, scale)) for v in values]
     return frame.assign(**{new: texts(frame[src], unit, scale)
                            for new, (src, unit, scale) in columns.items() if src in frame})
-
-
-LEGEND = alt.Legend(labelLimit=0)           # full device names ("NVIDIA Tesla V100 SXM2 (16 GB) (2017)"), never cut
 
 
 # -- data -------------------------------------------------------------------------------------------------------
@@ -204,95 +208,136 @@ def layer_points(est, which: str = "forward") -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-# -- charts -----------------------------------------------------------------------------------------------------
+# -- Vega-Lite specs as plain dicts -------------------------------------------------------------------------------
+# altair deep-copies every data row, runs its data transformer and checks the schema on each render (tens of ms a
+# chart, more than the drawing); these dicts are what its ``to_dict`` wrote, data passed once (tests/test_app.py
+# validates them against the schema). Field names are Vega-Lite's: a field with "." or "[" would need escaping.
+
+SCHEMA = "https://vega.github.io/schema/vega-lite/v6.4.1.json"          # altair 6's (a test keeps them equal)
+CONFIG = {"view": {"continuousWidth": 300, "continuousHeight": 300}}     # altair's default theme
+LEGEND = {"labelLimit": 0}          # full device names ("NVIDIA Tesla V100 SXM2 (16 GB) (2017)"), never cut
+LOG, LOG2 = {"type": "log"}, {"type": "log", "base": 2}
+
+
+def _q(field: str, **kw) -> dict:
+    return {"field": field, "type": "quantitative", **kw}
+
+
+def _n(field: str, **kw) -> dict:
+    return {"field": field, "type": "nominal", **kw}
+
+
+def records(frame: pd.DataFrame) -> list[dict]:
+    """The frame's rows as JSON-ready dicts (a missing value is null, as altair writes it)."""
+    rows = frame.to_dict("records")
+    if frame.isna().to_numpy().any():
+        rows = [{k: None if isinstance(v, float) and v != v else v for k, v in r.items()} for r in rows]
+    return rows
+
+
+def _spec(height: int, **view) -> dict:
+    return {"config": CONFIG, **view, "height": height, "$schema": SCHEMA}
+
 
 def roofline_chart(roofs: pd.DataFrame, points: pd.DataFrame, network: dict | None = None,
                    shape_by: str = "bound", *, order: list[str] | None = None,
-                   names: dict[str, str] | None = None) -> alt.Chart:
+                   names: dict[str, str] | None = None) -> dict:
     """Each device's roof (a line per ``device``), the ``points`` (layers, or networks) at their intensity and
     FLOP/s shaped by ``shape_by``, and the whole ``network`` as a diamond. ``order``: the legend's order of devices;
     ``names``: tooltip titles for the points' ``layer`` and ``op`` columns (a lab puts networks and devices there)."""
     names = {"layer": "layer", "op": "op", **(names or {})}
     values = [*roofs.get("flops", []), *points.get("flops", []), *([network["flops"]] if network else [])]
-    x = alt.X("intensity:Q", scale=alt.Scale(type="log"), title="arithmetic intensity (FLOP/byte)",
-              axis=axis("FLOP/byte", log_values=[*roofs.get("intensity", []), *points.get("intensity", [])],
-                        wide=True))
-    y = alt.Y("flops:Q", scale=alt.Scale(type="log"), title="FLOP/s", axis=axis("FLOP/s", log_values=values))
+    x = _q("intensity", scale=LOG, title="arithmetic intensity (FLOP/byte)",
+           axis=axis("FLOP/byte", log_values=[*roofs.get("intensity", []), *points.get("intensity", [])], wide=True))
+    y = _q("flops", scale=LOG, title="FLOP/s", axis=axis("FLOP/s", log_values=values))
     roofs = _texts(roofs, {"peak_text": ("peak", "FLOP/s", 1.0), "bandwidth_text": ("bandwidth", "B/s", 1.0)})
     if "peak" in roofs:
         roofs = _texts(roofs.assign(ridge=roofs["peak"] / roofs["bandwidth"]),
                        {"ridge_text": ("ridge", "FLOP/byte", 1.0)})
-    line_tips = [alt.Tooltip("device:N", title="device"),
-                 *([alt.Tooltip("precision:N", title="precision"), alt.Tooltip("peak_text:N", title="peak"),
-                    alt.Tooltip("bandwidth_text:N", title="memory bandwidth"),
-                    alt.Tooltip("ridge_text:N", title="ridge point")] if "peak" in roofs else [])]
-    chart = alt.Chart(roofs).mark_line().encode(
-        x=x, y=y, color=alt.Color("device:N", title="device", sort=order, legend=LEGEND), tooltip=line_tips)
-    # the same roofs as wide invisible strokes: a 2-pixel line is hard to hover, a 12-pixel band shows its tooltip
-    chart += alt.Chart(roofs).mark_line(strokeWidth=12, strokeOpacity=0).encode(
-        x=x, y=y, detail=alt.Detail("device:N"), tooltip=line_tips)
+    line_tips = [_n("device", title="device"),
+                 *([_n("precision", title="precision"), _n("peak_text", title="peak"),
+                    _n("bandwidth_text", title="memory bandwidth"),
+                    _n("ridge_text", title="ridge point")] if "peak" in roofs else [])]
+    # the roofs' rows once, for the line and, as wide invisible strokes, its hover band (a 2-pixel line is hard to
+    # hover, a 12-pixel band shows its tooltip)
+    layers = [{"data": {"values": records(roofs)}, "layer": [
+        {"mark": {"type": "line"}, "encoding": {"x": x, "y": y, "tooltip": line_tips,
+                                                "color": _n("device", title="device", sort=order, legend=LEGEND)}},
+        {"mark": {"type": "line", "strokeWidth": 12, "strokeOpacity": 0},
+         "encoding": {"x": x, "y": y, "detail": _n("device"), "tooltip": line_tips}}]}]
     if not points.empty:
         points = _texts(points, {"flops_text": ("flops", "FLOP/s", 1.0), "time_text": ("time_ms", "s", 1e-3),
                                  "work_text": ("work", "FLOPs", 1.0)}).assign(
             intensity_text=[full(v, "FLOP/byte") for v in points["intensity"]])
-        chart += alt.Chart(points).mark_point(size=50, opacity=0.8, filled=True).encode(
-            x=x, y=y, shape=alt.Shape(f"{shape_by}:N", title=shape_by.replace("_", " ")),
-            tooltip=[alt.Tooltip("layer:N", title=names["layer"]), alt.Tooltip("op:N", title=names["op"]),
-                     *([alt.Tooltip("limited_by:N", title="limited by")] if "limited_by" in points else []),
-                     *([alt.Tooltip("bound:N", title="bound")] if shape_by != "bound" and "bound" in points else []),
-                     alt.Tooltip("intensity_text:N", title="intensity"),
-                     alt.Tooltip("flops_text:N", title="FLOP/s"),
-                     *([alt.Tooltip("work_text:N", title="FLOPs")] if "work" in points else []),
-                     *([alt.Tooltip("time_text:N", title="time")] if "time_ms" in points else [])])
+        tips = [_n("layer", title=names["layer"]), _n("op", title=names["op"]),
+                *([_n("limited_by", title="limited by")] if "limited_by" in points else []),
+                *([_n("bound", title="bound")] if shape_by != "bound" and "bound" in points else []),
+                _n("intensity_text", title="intensity"), _n("flops_text", title="FLOP/s"),
+                *([_n("work_text", title="FLOPs")] if "work" in points else []),
+                *([_n("time_text", title="time")] if "time_ms" in points else [])]
+        layers.append({"data": {"values": records(points)},
+                       "mark": {"type": "point", "filled": True, "opacity": 0.8, "size": 50},
+                       "encoding": {"x": x, "y": y, "shape": _n(shape_by, title=shape_by.replace("_", " ")),
+                                    "tooltip": tips}})
     if network:
-        net = pd.DataFrame([{**network, "intensity_text": full(network["intensity"], "FLOP/byte"),
-                             "flops_text": full(network["flops"], "FLOP/s")}])
-        chart += alt.Chart(net).mark_point(size=250, shape="diamond", filled=True, color="black").encode(
-            x=x, y=y, tooltip=[alt.Tooltip("label:N", title="network"),
-                               alt.Tooltip("intensity_text:N", title="intensity"),
-                               alt.Tooltip("flops_text:N", title="FLOP/s")])
-    return chart.properties(height=460)
+        net = {**network, "intensity_text": full(network["intensity"], "FLOP/byte"),
+               "flops_text": full(network["flops"], "FLOP/s")}
+        layers.append({"data": {"values": [net]},
+                       "mark": {"type": "point", "color": "black", "filled": True, "shape": "diamond", "size": 250},
+                       "encoding": {"x": x, "y": y, "tooltip": [_n("label", title="network"),
+                                                                _n("intensity_text", title="intensity"),
+                                                                _n("flops_text", title="FLOP/s")]}})
+    return _spec(460, layer=layers)
 
 
-def memory_chart(frame: pd.DataFrame, capacity_gib: float | None) -> alt.Chart:
+def memory_chart(frame: pd.DataFrame, capacity_gib: float | None) -> dict:
     """Memory (columns in GiB) vs batch size, log-log, with the device's capacity as a rule. The memory axis is
     base-2 logarithmic, so its ticks fall on binary sizes: "64 MiB", "1 GiB", "16 GiB"."""
-    long = frame.melt("batch", var_name="memory", value_name="GiB")
-    long["memory"] = long["memory"].str.removesuffix(" GiB")            # the axis says the unit
-    long = _texts(long, {"size": ("GiB", "B", 2 ** 30)})
-    y = alt.Y("GiB:Q", scale=alt.Scale(type="log", base=2), title="memory", axis=axis("B", 2 ** 30))
-    chart = alt.Chart(long).mark_line(point=True).encode(
-        x=alt.X("batch:Q", scale=alt.Scale(type="log", base=2), axis=alt.Axis(format=",d")), y=y,
-        color=alt.Color("memory:N", legend=LEGEND),
-        tooltip=[alt.Tooltip("batch:Q", format=",d"), alt.Tooltip("memory:N"), alt.Tooltip("size:N", title="size")])
+    batches = list(frame["batch"])
+    rows = [{"batch": b, "memory": col.removesuffix(" GiB"), "GiB": None if v != v else v,
+             "size": full(v, "B", 2 ** 30)}
+            for col in frame.columns if col != "batch" for b, v in zip(batches, frame[col].tolist())]
+    y = _q("GiB", scale=LOG2, title="memory", axis=axis("B", 2 ** 30))
+    layers = [{"data": {"values": rows}, "mark": {"type": "line", "point": True},
+               "encoding": {"x": _q("batch", scale=LOG2, axis={"format": ",d"}), "y": y,
+                            "color": _n("memory", legend=LEGEND),
+                            "tooltip": [_q("batch", format=",d"), _n("memory"), _n("size", title="size")]}}]
     if capacity_gib:
-        rule = pd.DataFrame([{"GiB": capacity_gib, "label": "device memory",
-                              "size": full(capacity_gib, "B", 2 ** 30)}])
-        chart += alt.Chart(rule).mark_rule(color="red", strokeDash=[6, 3]).encode(
-            y=y, tooltip=[alt.Tooltip("label:N", title="line"), alt.Tooltip("size:N", title="size")])
-    return chart.properties(height=300)
+        layers.append({"data": {"values": [{"GiB": capacity_gib, "label": "device memory",
+                                            "size": full(capacity_gib, "B", 2 ** 30)}]},
+                       "mark": {"type": "rule", "color": "red", "strokeDash": [6, 3]},
+                       "encoding": {"y": y, "tooltip": [_n("label", title="line"), _n("size", title="size")]}})
+    return _spec(300, layer=layers)
 
 
-def _render(chart: alt.Chart | dict, fmt: str) -> bytes | str:
+def cached_spec(key: tuple, build) -> dict:
+    """``build()``'s spec, built once per ``key`` (``ui.memo``) and kept as JSON: each caller gets its own copy."""
+    return json.loads(memo(("spec", *key), lambda: json.dumps(build(), allow_nan=False)))
+
+
+def _render(chart: dict, fmt: str) -> bytes | str:
     """The chart as SVG text or PNG bytes, drawn server-side by vl-convert (imported on first download only)."""
-    import json
-
     import vl_convert
 
     spec = json.dumps(chart) if isinstance(chart, dict) else chart.to_json()
     return vl_convert.vegalite_to_svg(spec) if fmt == "svg" else vl_convert.vegalite_to_png(spec, scale=2)
 
 
-def show(chart: alt.Chart | dict, key: str, file_name: str, container=None) -> None:
-    """Draw ``chart`` (altair, or a Vega-Lite spec as a dict) with SVG and PNG download buttons under it; the image is
-    drawn only when one is clicked.
+def _for_streamlit(spec: dict) -> dict:
+    """What Streamlit may change in place (a null legend title on a single view's colour becomes " "), copied: the
+    spec itself is cached, and the downloads draw it as built."""
+    color = spec.get("encoding", {}).get("color")
+    if not color:
+        return spec
+    return {**spec, "encoding": {**spec["encoding"], "color": {**color, **({"legend": {**color["legend"]}}
+                                                                        if "legend" in color else {})}}}
 
-    Build charts from channel objects (``alt.X("a:Q")``, ``alt.Tooltip("b:N")``), not shorthand strings: altair
-    resolves each string against the Vega-Lite schema, several ms apiece, which the page pays on every change."""
+
+def show(chart: dict, key: str, file_name: str, container=None) -> None:
+    """Draw ``chart`` (a Vega-Lite spec as a dict; an altair chart works too) with SVG and PNG download buttons under
+    it; the image is drawn only when one is clicked."""
     box = container if container is not None else st
-    # altair validates a spec against the Vega-Lite schema, data rows included, on every render (tens of ms for a
-    # roofline's 500 points); the helpers' specs are validated once in the tests instead (test_app)
-    spec = chart if isinstance(chart, dict) else chart.to_dict(validate=False)
+    spec = _for_streamlit(chart) if isinstance(chart, dict) else chart.to_dict(validate=False)
     box.vega_lite_chart(spec, width="stretch", key=key)
     a, b, _ = box.columns([1, 1, 6])
     a.download_button("SVG", lambda: _render(chart, "svg"), f"{file_name}.svg", "image/svg+xml", key=f"{key}_svg",
@@ -301,61 +346,63 @@ def show(chart: alt.Chart | dict, key: str, file_name: str, container=None) -> N
                       type="tertiary", icon=":material/download:", on_click="ignore")
 
 
-def _value_axis(unit: str | None, scale: float, log: bool, values, wide: bool = False) -> alt.Axis | object:
-    if unit is None:
-        return alt.Undefined
-    return axis(unit, scale, log_values=values if log else None, wide=wide)
+def _value_axis(unit: str | None, scale: float, log: bool, values, wide: bool = False) -> dict:
+    return {} if unit is None else {"axis": axis(unit, scale, log_values=values if log else None, wide=wide)}
+
+
+def _text(values, unit: str | None, scale: float) -> list[str]:
+    return [full(v, unit, scale) if unit else f"{v:,.4f}" for v in values]
 
 
 def lines_chart(frame: pd.DataFrame, x: str, ys: list[str], y_title: str, *, unit: str | None = None,
-                scale: float = 1.0, log_x: bool = True, log_y: bool = False) -> alt.Chart:
+                scale: float = 1.0, log_x: bool = True, log_y: bool = False) -> dict:
     """Several columns of ``frame`` against ``x`` as lines with points (batch sweeps, scaling curves). ``unit`` and
     ``scale``: the values are ``scale`` × that unit (ms: "s", 1e-3), for the axis labels and the tooltip."""
-    long = frame.melt(x, value_vars=ys, var_name="series", value_name="value")
-    long = long.assign(text=[full(v, unit, scale) if unit else f"{v:,.4f}" for v in long["value"]])
-    return alt.Chart(long).mark_line(point=True).encode(
-        x=alt.X(f"{x}:Q", scale=alt.Scale(type="log", base=2) if log_x else alt.Undefined,
-                axis=alt.Axis(format=",d") if log_x else alt.Undefined),
-        y=alt.Y("value:Q", title=y_title, scale=alt.Scale(type="log") if log_y else alt.Undefined,
-                axis=_value_axis(unit, scale, log_y, long["value"])),
-        color=alt.Color("series:N", title=None, legend=LEGEND),
-        tooltip=[alt.Tooltip(f"{x}:Q", format=",d" if log_x else ",~f"), alt.Tooltip("series:N"),
-                 alt.Tooltip("text:N", title=y_title)]
-    ).properties(height=300)
+    xs = frame[x].tolist()
+    rows = [{x: a, "series": col, "value": v} for col in ys for a, v in zip(xs, frame[col].tolist())]
+    values = [r["value"] for r in rows]
+    for r, t in zip(rows, _text(values, unit, scale)):
+        r["text"] = t
+    if any(v != v for v in values):
+        rows = records(pd.DataFrame(rows))
+    return _spec(300, data={"values": rows}, mark={"type": "line", "point": True}, encoding={
+        "x": _q(x, **({"scale": LOG2, "axis": {"format": ",d"}} if log_x else {})),
+        "y": _q("value", title=y_title, **({"scale": LOG} if log_y else {}),
+                **_value_axis(unit, scale, log_y, values)),
+        "color": _n("series", title=None, legend=LEGEND),
+        "tooltip": [_q(x, format=",d" if log_x else ",~f"), _n("series"), _n("text", title=y_title)]})
 
 
 def bars_chart(frame: pd.DataFrame, label: str, value: str, color: str | None = None, *, unit: str | None = None,
-               scale: float = 1.0, log: bool = False, title: str | None = None) -> alt.Chart:
+               scale: float = 1.0, log: bool = False, title: str | None = None) -> dict:
     """One horizontal bar per row, in the frame's order (device comparisons, network comparisons), its label in
     full; ``title``: the value axis's (default the column's name). On a log scale the bars start at the decade
     below the smallest value (a bar from 0 has no length on a log scale: Vega draws none)."""
-    frame = frame.assign(text=[full(v, unit, scale) if unit else f"{v:,.4f}" for v in frame[value]])
-    scl, base = alt.Undefined, {}
+    frame = frame.assign(text=_text(frame[value], unit, scale))
+    scl, base = {}, {}
     positive = [v for v in frame[value] if v > 0]
     log = log and bool(positive)            # nothing above 0 (a network that takes no time): a linear axis at 0
     if log:
         low = 10 ** math.floor(math.log10(min(positive)) - EPS)         # 1.0 → 0.1, not 1: every bar has a length
-        scl, base = alt.Scale(type="log", domainMin=low), {"x2": alt.datum(low)}
-    enc = {"y": alt.Y(f"{label}:N", sort=None, title=None, axis=alt.Axis(labelLimit=0, labelOverlap=False)),
-           "x": alt.X(f"{value}:Q", scale=scl, title=title or value,
-                      axis=_value_axis(unit, scale, log, frame[value], wide=True)), **base,
-           "tooltip": [alt.Tooltip(f"{label}:N"), alt.Tooltip("text:N", title=title or value),
-                       *([alt.Tooltip(f"{color}:N")] if color else [])]}
+        scl, base = {"scale": {"type": "log", "domainMin": low}}, {"x2": {"datum": low}}
+    enc = {"y": _n(label, sort=None, title=None, axis={"labelLimit": 0, "labelOverlap": False}),
+           "x": _q(value, **scl, title=title or value, **_value_axis(unit, scale, log, frame[value], wide=True)),
+           **base, "tooltip": [_n(label), _n("text", title=title or value), *([_n(color)] if color else [])]}
     if color:
-        enc["color"] = alt.Color(f"{color}:N")
-    return alt.Chart(frame).mark_bar().encode(**enc).properties(height=max(120, 20 * len(frame)))
+        enc["color"] = _n(color)
+    return _spec(max(120, 20 * len(frame)), data={"values": records(frame)}, mark={"type": "bar"}, encoding=enc)
 
 
-def scatter_chart(df: pd.DataFrame, x: str, title: str, *, unit: str, scale: float = 1.0) -> alt.Chart:
+def scatter_chart(df: pd.DataFrame, x: str, title: str, *, unit: str, scale: float = 1.0) -> dict:
     """Latency (column "latency ms") against ``x`` (``scale`` × ``unit``) on log-log axes, one labelled point per
     network (the Benchmark page's and lab 2's latency vs FLOPs and parameters)."""
     df = _texts(df, {"latency_text": ("latency ms", "s", 1e-3), "x_text": (x, unit, scale)})
-    enc = {"x": alt.X(f"{x}:Q", scale=alt.Scale(type="log"), title=title,
-                      axis=axis(unit, scale, log_values=df[x], wide=True)),
-           "y": alt.Y("latency ms:Q", scale=alt.Scale(type="log"), title="forward latency (batch 1)",
-                      axis=axis("s", 1e-3, log_values=df["latency ms"]))}
-    points = alt.Chart(df).mark_circle(size=80).encode(
-        **enc, tooltip=[alt.Tooltip("network:N"), alt.Tooltip("input:N"),
-                        alt.Tooltip("latency_text:N", title="latency"), alt.Tooltip("x_text:N", title=title)])
-    labels = alt.Chart(df).mark_text(align="left", dx=7, fontSize=11).encode(**enc, text=alt.Text("network:N"))
-    return (points + labels).properties(height=320)
+    enc = {"x": _q(x, scale=LOG, title=title, axis=axis(unit, scale, log_values=df[x], wide=True)),
+           "y": _q("latency ms", scale=LOG, title="forward latency (batch 1)",
+                   axis=axis("s", 1e-3, log_values=df["latency ms"]))}
+    return _spec(320, data={"values": records(df)}, layer=[
+        {"mark": {"type": "circle", "size": 80},
+         "encoding": {**enc, "tooltip": [_n("network"), _n("input"), _n("latency_text", title="latency"),
+                                         _n("x_text", title=title)]}},
+        {"mark": {"type": "text", "align": "left", "dx": 7, "fontSize": 11},
+         "encoding": {**enc, "text": _n("network")}}])

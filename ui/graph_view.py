@@ -5,6 +5,7 @@ edit: the edited layer and its coupled channel group) travels in ``HIGHLIGHT``."
 from __future__ import annotations
 
 import shutil
+import threading
 from collections import OrderedDict
 
 import streamlit as st
@@ -95,13 +96,32 @@ def has_graphviz() -> bool:
     return shutil.which("dot") is not None
 
 
+_SVGS: OrderedDict = OrderedDict()    # DOT text → its SVG (or the error), the last 8: Graphviz takes ~80 ms a graph
+_SVGS_LOCK = threading.Lock()
+
+
+def _svg(dot_text: str) -> str | core.CalcError:
+    with _SVGS_LOCK:
+        if dot_text in _SVGS:
+            _SVGS.move_to_end(dot_text)
+            return _SVGS[dot_text]
+    try:
+        made = netviz.svg(dot_text)
+    except core.CalcError as e:
+        made = e
+    with _SVGS_LOCK:
+        _SVGS[dot_text] = made
+        while len(_SVGS) > 8:
+            _SVGS.popitem(last=False)
+    return made
+
+
 def downloads(container, dot_text: str, name: str) -> None:
     """An SVG download where Graphviz's ``dot`` is installed here; otherwise the DOT text, saying so."""
     if has_graphviz():
-        try:
-            data = netviz.svg(dot_text)
-        except core.CalcError as e:
-            container.warning(str(e))
+        data = _svg(dot_text)
+        if isinstance(data, core.CalcError):
+            container.warning(str(data))
         else:
             container.download_button("Download SVG", data, f"{name}_graph.svg", "image/svg+xml", key="graph_svg")
             return

@@ -66,7 +66,7 @@ def _spec(compiled, batch: int, dtype: str, optimizer: str, capacity: float | No
     top = max(tl.peak * 1.08, capacity * 1.04 if draw_capacity else 0) / unit
     x = {"field": "step", "type": "quantitative", "axis": {"format": ",d"},
          "title": "step of a training step (forward → backward → update)"}
-    y = {"field": "bytes", "type": "quantitative", "title": "memory alive", "axis": axis("B", unit).to_dict(),
+    y = {"field": "bytes", "type": "quantitative", "title": "memory alive", "axis": axis("B", unit),
          "scale": {"domain": [0, top]}}
     forward_end = sum(1 for r in tl.rows() if r["phase"] == "forward") - 0.5
     label = f"peak {format_bytes(tl.peak, 1)}: {tl.peak_where.removeprefix('the ')}"

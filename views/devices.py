@@ -4,7 +4,6 @@ are ``ui.devices_form``'s; the save / remove / import callbacks and their messag
 
 import json
 
-import pandas as pd
 import streamlit as st
 
 from core.cli_text import calibration_line
@@ -12,7 +11,7 @@ from core.cpu_threads import calibrated_threads
 from core.devices import KINDS, PRECISION_KEYS, USER_PATH
 from ui import devices_actions as act
 from ui import devices_form as df
-from ui.charts import roofline_chart, show
+from ui.charts import show
 from ui.explain import how
 from ui.state import devices, page, server_mode
 from ui.tables import dataframe
@@ -46,14 +45,14 @@ compute = o2.selectbox("Precision", [*PRECISION_KEYS, df.FASTEST], index=PRECISI
                        key="overlay_precision", format_func=lambda p: "fastest each has" if p == df.FASTEST else p,
                        help="'fastest each has': every device at its fastest floating-point peak, as in a survey "
                             "figure (the label names the precision).")
-roofs, order, ridges, left_out = df.overlay(db, chosen, compute)
+roofs, _, ridges, left_out = df.overlay(db, chosen, compute)
 if left_out:
     st.info(f"Left out (no {compute} peak): " + "; ".join(f"{d.name} ({why})" for d, why in left_out) +
             ". Pick their precision, or 'fastest each has'.")
 if roofs.empty:
     st.info("Choose one or more devices that have this precision to draw their rooflines.")
 else:
-    show(roofline_chart(roofs, pd.DataFrame(), order=order), "overlay_chart", f"rooflines_{compute}")
+    show(df.overlay_chart(db, chosen, compute), "overlay_chart", f"rooflines_{compute}")
     dataframe(ridges, width="stretch", key="ridge_table",
               column_config={"ridge FLOP/byte": st.column_config.NumberColumn(format="%.2f"),
                              "year": st.column_config.NumberColumn(format="%d")})

@@ -10,8 +10,9 @@ from core.api import estimate, scaling, sweep
 from core.choices import ALLREDUCE, CONV_ALGORITHMS, SCALING_MODES
 from core.sweeps import largest_batch, overhead_limited_up_to
 from core.terms import limiting_term
-from ui.charts import bars_chart, lines_chart, memory_chart, show
+from ui.charts import bars_chart, cached_spec, lines_chart, memory_chart, show
 from ui.explain import how
+from ui.memo import device_key, inputs_key, memo
 from ui.memory_view import show_timeline
 from ui.state import devices, page, time_settings
 from ui.tables import dataframe
@@ -111,24 +112,30 @@ elif tab_parts.open:
         "slower than inference.", container=tab_parts)
 
 if tab_batch.open:
-    runs = sweep(report, [dev], BATCHES, dtype=report.dtype, optimizer=report.optimizer, **time_settings())
-    by_batch = pd.DataFrame([{
-        "batch": e.report.batch_size, "forward ms": e.totals["forward_s"] * 1e3,
-        **({"forward ms, PALEO bound": e.bound.totals["forward_s"] * 1e3,
-            "launch-overhead share": e.overhead_share} if e.bound is not None else {}),
-        # the held-out error of the batch's band (core.variants.typical_error: batch ≤ 8 and above differ)
-        **({"typical ±%": e.typical_error["median"] * 100} if e.typical_error and e.launch == "eager" else {}),
-        "training step ms": e.totals["training_step_s"] * 1e3, "training samples/s": e.totals["samples_per_s"],
-        "training memory GiB": e.report.totals["training_bytes"] / 2 ** 30,
-        "inference memory GiB": e.report.totals["inference_bytes"] / 2 ** 30} for e in runs])
-    cap = dev.memory_capacity
+    settings, cap = time_settings(), dev.memory_capacity
+    # the sweep is the same at every sidebar batch: built once per network, precision, optimizer, device, settings
+    batch_key = ("batch_tab", report.compiled, report.dtype, report.optimizer, device_key(dev), *settings.items())
+
+    def _by_batch():
+        runs = sweep(report, [dev], BATCHES, dtype=report.dtype, optimizer=report.optimizer, **settings)
+        frame = pd.DataFrame([{
+            "batch": e.report.batch_size, "forward ms": e.totals["forward_s"] * 1e3,
+            **({"forward ms, PALEO bound": e.bound.totals["forward_s"] * 1e3,
+                "launch-overhead share": e.overhead_share} if e.bound is not None else {}),
+            # the held-out error of the batch's band (core.variants.typical_error: batch ≤ 8 and above differ)
+            **({"typical ±%": e.typical_error["median"] * 100} if e.typical_error and e.launch == "eager" else {}),
+            "training step ms": e.totals["training_step_s"] * 1e3, "training samples/s": e.totals["samples_per_s"],
+            "training memory GiB": e.report.totals["training_bytes"] / 2 ** 30,
+            "inference memory GiB": e.report.totals["inference_bytes"] / 2 ** 30} for e in runs])
+        fits = frame[frame["training memory GiB"] * 2 ** 30 <= cap] if cap else frame.iloc[:0]
+        largest = (int(fits["batch"].max()), largest_batch(report, cap)) if not fits.empty else None
+        return frame, largest, overhead_limited_up_to(runs) if est.variant == "predicted" else None
+
+    by_batch, largest, upto = memo(batch_key, _by_batch)
     if cap:
-        fits = by_batch[by_batch["training memory GiB"] * 2 ** 30 <= cap]
         tab_batch.caption(f"Largest power-of-two batch whose training memory fits in {cap / 2 ** 30:,.0f} GiB: "
-                          + (f"**{int(fits['batch'].max())}**, and of any size: **{largest_batch(report, cap):,}**."
-                             if not fits.empty else "**none**"))
+                          + (f"**{largest[0]}**, and of any size: **{largest[1]:,}**." if largest else "**none**"))
     if est.variant == "predicted":
-        upto = overhead_limited_up_to(runs)
         tab_batch.caption(
             f"Launch overhead limits most of the forward time up to batch **{upto}**: below it a bigger batch costs "
             "little more time (the GPU waits on the host), so throughput grows almost with the batch."
@@ -136,26 +143,34 @@ if tab_batch.open:
     left, right = tab_batch.columns(2)
     lines = ["forward ms", "training step ms"] + (["forward ms, PALEO bound"] if est.bound is not None else [])
     with left:
-        show(lines_chart(by_batch, "batch", lines, "time", unit="s", scale=1e-3, log_y=True),
+        show(cached_spec((*batch_key, "time"), lambda: lines_chart(by_batch, "batch", lines, "time", unit="s",
+                                                                   scale=1e-3, log_y=True)),
              "time_chart", f"{name}_time_vs_batch")
     with right:
-        show(lines_chart(by_batch, "batch", ["training samples/s"], "samples/s", unit="count"), "throughput_chart",
-             f"{name}_throughput_vs_batch")
-    show(memory_chart(by_batch[["batch", "training memory GiB", "inference memory GiB"]],
-                      cap / 2 ** 30 if cap else None), "memory_chart", f"{name}_memory_vs_batch", tab_batch)
+        show(cached_spec((*batch_key, "throughput"), lambda: lines_chart(by_batch, "batch", ["training samples/s"],
+                                                                         "samples/s", unit="count")),
+             "throughput_chart", f"{name}_throughput_vs_batch")
+    show(cached_spec((*batch_key, "memory"), lambda: memory_chart(
+        by_batch[["batch", "training memory GiB", "inference memory GiB"]], cap / 2 ** 30 if cap else None)),
+        "memory_chart", f"{name}_memory_vs_batch", tab_batch)
     dataframe(by_batch, key="by_batch", container=tab_batch)
 
 if tab_memory.open:
     show_timeline(report, dev.memory_capacity, dev.name, "memory_timeline", tab_memory)
 
 if tab_devices.open:
-    cmp = sweep(report, list(devices().devices.values()), [report.batch_size], dtype=None,
-                optimizer=report.optimizer, **time_settings(across_devices=True))
-    frame = pd.DataFrame([{"device": e.device.name, "precision": e.report.dtype, "time model": model_label(e),
-                           "forward ms": e.totals["forward_s"] * 1e3, "bound": e.roofline["bound"],
-                           "training step ms": e.totals["training_step_s"] * 1e3} for e in cmp])
-    show(bars_chart(frame.sort_values("forward ms"), "device", "forward ms", "bound", unit="s", scale=1e-3, log=True,
-                    title="forward time"),
+    every, across = list(devices().devices.values()), time_settings(across_devices=True)
+    devices_key = ("devices_tab", *inputs_key(report, *every, **across))
+
+    def _across():
+        cmp = sweep(report, every, [report.batch_size], dtype=None, optimizer=report.optimizer, **across)
+        return pd.DataFrame([{"device": e.device.name, "precision": e.report.dtype, "time model": model_label(e),
+                              "forward ms": e.totals["forward_s"] * 1e3, "bound": e.roofline["bound"],
+                              "training step ms": e.totals["training_step_s"] * 1e3} for e in cmp])
+
+    frame = memo(devices_key, _across)
+    show(cached_spec(devices_key, lambda: bars_chart(frame.sort_values("forward ms"), "device", "forward ms", "bound",
+                                                      unit="s", scale=1e-3, log=True, title="forward time")),
          "device_chart", f"{report.name}_devices", tab_devices)
     tab_devices.caption("Log scale: decades apart.")
     dataframe(frame, key="device_compare", container=tab_devices)
@@ -164,11 +179,14 @@ if tab_devices.open:
         container=tab_devices)
 
 if tab_conv.open:
-    algos = [estimate(report, dev, batch_size=report.batch_size, dtype=report.dtype, optimizer=report.optimizer,
-                      ppp=est.ppp, conv_algorithm=a, variant="paleo") for a in CONV_ALGORITHMS]
-    dataframe(pd.DataFrame([{"algorithm": e.conv_algorithm, "forward GFLOPs": e.totals["forward_flops"] / 1e9,
-                             "forward ms": e.totals["forward_s"] * 1e3} for e in algos]),
-              key="conv_algorithms", container=tab_conv)
+    def _algorithms():
+        algos = [estimate(report, dev, batch_size=report.batch_size, dtype=report.dtype, optimizer=report.optimizer,
+                          ppp=est.ppp, conv_algorithm=a, variant="paleo") for a in CONV_ALGORITHMS]
+        return pd.DataFrame([{"algorithm": e.conv_algorithm, "forward GFLOPs": e.totals["forward_flops"] / 1e9,
+                              "forward ms": e.totals["forward_s"] * 1e3} for e in algos])
+
+    dataframe(memo(("conv_tab", *inputs_key(report, dev), est.ppp), _algorithms), key="conv_algorithms",
+              container=tab_conv)
     how("Winograd F(2×2, 3×3) and FFT change the arithmetic of 3×3 / stride-1 convolutions (and so the time) — one "
         "reason a profiler's FLOP count differs from the model's 2 × MACs. PALEO at the sidebar's PPP, one algorithm "
         "for every convolution (the predicted model picks its own).", container=tab_conv)

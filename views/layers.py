@@ -11,7 +11,8 @@ import streamlit as st
 import core
 from core.roofline import ridge
 from core.units import format_bytes
-from ui.state import page
+from ui.memo import inputs_key, memo
+from ui.state import page, time_settings
 from ui.tables import dataframe
 from ui.text import formula_latex, markdown_report, model_label
 
@@ -51,11 +52,19 @@ if sel.estimate is not None:
     st.caption(f"Bound: a layer below this device's ridge point, **{knee:,.2f} FLOP/byte** (peak ÷ bandwidth), is "
                "memory-bound; above it, compute-bound.")
 
-df = report.to_pandas()
-if sel.estimate is not None:
-    df["bound"] = [r["bound"] for r in sel.estimate.layers]
-    df["time_ms"] = [r["forward_s"] * 1e3 for r in sel.estimate.layers]
-    df["share"] = [r["share"] * 100 for r in sel.estimate.layers]
+
+
+def _layer_frame():
+    frame = report.to_pandas()
+    if sel.estimate is not None:
+        frame["bound"] = [r["bound"] for r in sel.estimate.layers]
+        frame["time_ms"] = [r["forward_s"] * 1e3 for r in sel.estimate.layers]
+        frame["share"] = [r["share"] * 100 for r in sel.estimate.layers]
+    return frame
+
+
+# built once per input and shared (never changed below: the filter makes a new frame)
+df = memo(("layer_table", *inputs_key(report, sel.device, **time_settings())), _layer_frame)
 query = st.text_input("Filter layers", key="layer_filter", placeholder="name or op, e.g. conv or layer3",
                       label_visibility="collapsed")
 if query.strip():
@@ -79,9 +88,10 @@ dataframe(
         "share": st.column_config.NumberColumn("% of time", format="%.1f"),
     })
 d1, d2, _ = st.columns([1, 1, 4])
-d1.download_button("Download CSV", df.to_csv(index=False), f"{report.name}_b{report.batch_size}.csv", "text/csv",
+stem = f"{report.name}_b{report.batch_size}"          # the files are written when clicked, not on every run
+d1.download_button("Download CSV", lambda frame=df: frame.to_csv(index=False), f"{stem}.csv", "text/csv",
                    key="download_csv")
-d2.download_button("Markdown report", markdown_report(report, sel.estimate), f"{report.name}_b{report.batch_size}.md",
+d2.download_button("Markdown report", lambda r=report, e=sel.estimate: markdown_report(r, e), f"{stem}.md",
                    "text/markdown", key="download_md")
 
 left, right = st.columns(2)

@@ -136,7 +136,8 @@ if u2.button("Reset", key="edit_reset", disabled=st.session_state.get(CUSTOM_NET
 
 st.subheader("Import and export")
 e1, e2 = st.columns(2)
-e1.download_button("Export IR JSON", net.to_json(), f"{net.name}.json", "application/json", key="export_json")
+e1.download_button("Export IR JSON", lambda n=net: n.to_json(), f"{net.name}.json", "application/json",
+                   key="export_json")                         # written when clicked, not on every run
 upload = e2.file_uploader(
     f"Import IR JSON (max 2 MB) or an ONNX model (max {ONNX_UPLOAD_MB} MB)", type=["json", "onnx"], key="import_json",
     help="An ONNX model is read, never run, and its weights are not needed: torch.onnx.export(..., "

@@ -3,9 +3,10 @@
 import streamlit as st
 
 from core.roofline import ridge
-from ui.charts import layer_points, roofline_chart, roofline_frame, show
+from ui.charts import cached_spec, layer_points, roofline_chart, roofline_frame, show
 from ui.explain import how
-from ui.state import devices, page
+from ui.memo import inputs_key
+from ui.state import devices, page, time_settings
 
 sel = page("Roofline", needs_estimate=True)
 est, dev, compute = sel.estimate, sel.device, sel.report.precision.compute
@@ -13,8 +14,7 @@ db = devices()
 others = st.multiselect("Compare with", [i for i in db.devices if i != dev.id], key="roofline_compare",
                         format_func=lambda i: db.devices[i].name)
 which = st.radio("Pass", ["forward", "backward"], horizontal=True, key="roofline_pass")
-roofs = roofline_frame([dev, *(db.devices[i] for i in others)], compute)
-points = layer_points(est, which)
+shown = [dev, *(db.devices[i] for i in others)]
 r = est.roofline
 t = est.totals
 net_ai = r["arithmetic_intensity"] if which == "forward" else r["backward_arithmetic_intensity"]
@@ -23,7 +23,10 @@ flops = t["forward_flops"] if which == "forward" else t["backward_flops"]
 network = {"intensity": net_ai, "flops": flops / secs, "label": f"{sel.report.name} (whole {which} pass)"} \
     if net_ai and secs else None
 shape_by = "limited_by" if est.variant == "predicted" else "bound"
-show(roofline_chart(roofs, points, network, shape_by), "roofline_chart", f"roofline_{sel.report.name}_{dev.id}_{which}")
+# built once per estimate, pass and devices compared
+spec = cached_spec(("roofline", inputs_key(sel.report, *shown, **time_settings()), which, sel.report.name, compute),
+                   lambda: roofline_chart(roofline_frame(shown, compute), layer_points(est, which), network, shape_by))
+show(spec, "roofline_chart", f"roofline_{sel.report.name}_{dev.id}_{which}")
 c1, c2, c3 = st.columns(3)
 c1.metric("Ridge point", f"{ridge(est.peak, est.bandwidth):,.2f} FLOP/byte",
           help=f"{dev.name}: {est.peak / 1e12:,.2f} TFLOP/s ({compute}) ÷ {est.bandwidth / 1e9:,.0f} GB/s")

@@ -6,7 +6,6 @@ at a time (only the open tab runs: the lab draws a dozen charts in all)."""
 
 from __future__ import annotations
 
-import altair as alt
 import pandas as pd
 import streamlit as st
 
@@ -15,9 +14,9 @@ from core.api import estimate, sweep
 from core.devices import PRECISION_KEYS
 from ui import benchmark as bm
 from ui.bench_results import timed_networks
-from ui.charts import LEGEND, axis, roofline_chart, roofline_frame, scatter_chart
+from ui.charts import CONFIG, LEGEND, SCHEMA, axis, records, roofline_chart, roofline_frame, scatter_chart
 from ui.charts import show as show_chart
-from ui.devices_form import FASTEST, SURVEY, overlay
+from ui.devices_form import FASTEST, SURVEY, overlay, overlay_chart
 from ui.labs.common import MIB, in_words, number, preferred, question, reading, shape
 from ui.state import LIVE_OFF, live_allowed
 from ui.tables import dataframe
@@ -90,15 +89,18 @@ def throughput_table(names, devices, batches=THROUGHPUT_BATCHES, input_shape=Non
                           for e in sweep(name, devices, batches, input_shape=input_shape, variant="paleo")])
 
 
-def throughput_chart(df: pd.DataFrame) -> alt.Chart:
-    """Samples/s vs batch, log-log: one line per network, solid or dashed by device."""
-    return alt.Chart(df).mark_line(point=True).encode(
-        x=alt.X("batch:Q", scale=alt.Scale(type="log", base=2)),
-        y=alt.Y("samples/s:Q", scale=alt.Scale(type="log"), title="predicted samples/s",
-                axis=axis("count", log_values=df["samples/s"])),
-        color=alt.Color("network:N"), strokeDash=alt.StrokeDash("device:N", legend=LEGEND),
-        tooltip=[alt.Tooltip("network:N"), alt.Tooltip("device:N"), alt.Tooltip("batch:Q"),
-                 alt.Tooltip("samples/s:Q", format=",.1f")]).properties(height=340)
+def throughput_chart(df: pd.DataFrame) -> dict:
+    """Samples/s vs batch, log-log: one line per network, solid or dashed by device (a Vega-Lite spec)."""
+    return {"config": CONFIG, "data": {"values": records(df)}, "mark": {"type": "line", "point": True},
+            "encoding": {"x": {"field": "batch", "type": "quantitative", "scale": {"type": "log", "base": 2}},
+                         "y": {"field": "samples/s", "type": "quantitative", "scale": {"type": "log"},
+                               "title": "predicted samples/s", "axis": axis("count", log_values=df["samples/s"])},
+                         "color": {"field": "network", "type": "nominal"},
+                         "strokeDash": {"field": "device", "type": "nominal", "legend": LEGEND},
+                         "tooltip": [{"field": "network", "type": "nominal"}, {"field": "device", "type": "nominal"},
+                                     {"field": "batch", "type": "quantitative"},
+                                     {"field": "samples/s", "type": "quantitative", "format": ",.1f"}]},
+            "height": 340, "$schema": SCHEMA}
 
 
 def measured_points(rows: list[dict]) -> pd.DataFrame:
@@ -185,7 +187,7 @@ def _survey(db, n_dev: str) -> None:
     if left_out:
         st.info(f"Left out (no {prec} peak): " + "; ".join(d.name for d, _ in left_out))
     if not roofs.empty:
-        show_chart(roofline_chart(roofs, pd.DataFrame()), "lab2_survey_chart", f"survey_roofline_{prec}")
+        show_chart(overlay_chart(db, SURVEY, prec, order=False), "lab2_survey_chart", f"survey_roofline_{prec}")
         dataframe(ridges, width="stretch", key="lab2_ridges",
                   column_config={"year": st.column_config.NumberColumn(format="%d")})
     if "geforce-256" in db.devices:
