@@ -30,7 +30,8 @@ def test_bench_estimate_quick():
 def test_bench_app_quick():
     import bench_app
     out = bench_app.main(["--quick"])
-    assert "views/layers.py" in out["pages"] and all(ms > 0 for row in out["pages"].values() for ms in row.values())
+    assert "views/layers.py" in out["pages"] and all(ms > 0 for row in out["pages"].values() for pair in row.values()
+                                                       for ms in pair)
     assert out["cold_s"] > 0
 
 
