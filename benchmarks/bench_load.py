@@ -254,6 +254,22 @@ class ProtocolSession:
         return not bad
 
 
+async def first_steps(s, step, n: int, names: dict, errors: list) -> bool:
+    """A student's first steps after opening the app: a network, a batch, a precision and a device of their own
+    (by session number); False (an error recorded) when the network is not in the list."""
+    net = NETWORKS[n % len(NETWORKS)]
+    label = next((o for o in s.options.get("model", []) if o.endswith(f" · {net}")), None)
+    if label is None:
+        errors.append(f"session {n}: {net} is not in the Network list")
+        return False
+    await step("pick a network", model=label)
+    await step("change the batch", batch_size=BATCHES[n % len(BATCHES)])
+    dtype, device = SETUPS[n % len(SETUPS)]
+    await step("change the precision", dtype=dtype)
+    await step("change the device", device=names[device])
+    return True
+
+
 async def _protocol_flow(url: str, n: int, names: dict, latencies: list, errors: list, start_delay: float) -> None:
     rng = random.Random(n)
     s = ProtocolSession(url, n, latencies, errors)
@@ -267,16 +283,8 @@ async def _protocol_flow(url: str, n: int, names: dict, latencies: list, errors:
     try:
         await s.open()
         await step("open the app", page="")
-        net = NETWORKS[n % len(NETWORKS)]
-        label = next((o for o in s.options.get("model", []) if o.endswith(f" · {net}")), None)
-        if label is None:
-            errors.append(f"session {n}: {net} is not in the Network list")
+        if not await first_steps(s, step, n, names, errors):
             return
-        await step("pick a network", model=label)
-        await step("change the batch", batch_size=BATCHES[n % len(BATCHES)])
-        dtype, device = SETUPS[n % len(SETUPS)]
-        await step("change the precision", dtype=dtype)
-        await step("change the device", device=names[device])
         await step("open Layers", page="layers")
         await step("open Estimates", page="Estimates")
         for tab in TABS[1:]:

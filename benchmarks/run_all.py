@@ -42,6 +42,7 @@ BENCHMARKS = {
                                      # (a) controlled, (b) as a user runs it, (c) busy neighbour (~25 min)
     "memory": "bench_memory",        # predicted vs measured training-step memory (about 11 min)
     "load": "bench_load",            # classroom server mode: 30 concurrent sessions, latency and RSS (~2 min)
+    "class": "bench_class",          # serve_class.sh: 1 vs 2 workers, a 60-student class, a worker killed (~7 min)
     "fuzz": "bench_fuzz",            # 50,000 fuzz cases against the typed-error promise, torch spot-check (~3 min)
     "gpu": "fit_gpu_model",          # GPU time model fitted to published timings: LOSO/LOGO errors (~4 min)
     "probes": "bench_probes",        # kernel probes measured on a lent H200 beside the model's numbers (seconds)

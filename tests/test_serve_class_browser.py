@@ -9,12 +9,10 @@ without HAProxy.
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -26,46 +24,14 @@ from playwright.sync_api import expect, sync_playwright
 import core
 from browser_ref import ROOT, launch, metric
 
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from class_server import free_ports, proxy_status
+
 HAPROXY = shutil.which("haproxy") or shutil.which("haproxy", path="/usr/sbin")     # not on every user's PATH
 pytestmark = pytest.mark.skipif(HAPROXY is None,
                                 reason="haproxy is not installed: run 'bash scripts/install_haproxy.sh'")
 LINK = "/Estimates?model=resnet50&batch=64&device=a100-40gb-sxm"
 BACK_WITHIN_S = 10
-
-
-def free_ports(n: int) -> int:
-    """The first of ``n`` consecutive ports nothing listens on."""
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        if base + n > 65535:
-            continue
-        socks = []
-        try:
-            for p in range(base, base + n):
-                socks.append(socket.socket())
-                socks[-1].bind(("127.0.0.1", p))
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    raise RuntimeError(f"no {n} consecutive free ports")
-
-
-def proxy_status(run_dir: Path) -> dict[str, str]:
-    """Each worker's state as HAProxy sees it (``show stat`` on its socket): {"w1": "UP", "w2": "DOWN", …}."""
-    with socket.socket(socket.AF_UNIX) as s:
-        s.settimeout(5)
-        s.connect(str(run_dir / "haproxy.sock"))
-        s.sendall(b"show stat\n")
-        data = b""
-        while chunk := s.recv(65536):
-            data += chunk
-    rows = csv.DictReader(data.decode().lstrip("# ").splitlines())
-    return {r["svname"]: r["status"] for r in rows if r["pxname"] == "workers" and r["svname"].startswith("w")}
 
 
 def wait_for(what: str, ok, timeout: float, step: float = 0.25):
