@@ -16,7 +16,8 @@ from core.devices import KINDS, PRECISION_KEYS, DeviceDB, parse_devices, read_de
 from core.errors import DeviceError
 from core.roofline import ridge
 from ui.charts import cached_spec, roofline_chart, roofline_frame
-from ui.memo import device_key, memo
+from ui.memo import memo
+from ui.shared_cache import device_digest
 
 TERA, GIGA, GIB = 1e12, 1e9, 2 ** 30
 MAX_IMPORT_BYTES = 2 ** 20          # 1 MB: far more than any real device list (the whole database is ~40 kB)
@@ -100,12 +101,12 @@ def overlay(db: DeviceDB, ids, compute: str):
     """(roofs frame with a ``device`` label per line, label order by year, ridge table, [(device, why left out)]);
     made once per set of devices (by their figures) and precision: the frames are shared, never to be changed."""
     chosen = [db.devices[i] for i in ids if i in db.devices]
-    return memo(("overlay", tuple(device_key(d) for d in chosen), compute), lambda: _overlay(chosen, compute))
+    return memo(("overlay", tuple(device_digest(d) for d in chosen), compute), lambda: _overlay(chosen, compute))
 
 
 def overlay_chart(db: DeviceDB, ids, compute: str, order: bool = True) -> dict:
     """The overlay's rooflines as a Vega-Lite spec (``order``: the legend by year), built once per input."""
-    chosen = tuple(device_key(db.devices[i]) for i in ids if i in db.devices)
+    chosen = tuple(device_digest(db.devices[i]) for i in ids if i in db.devices)
 
     def build():
         roofs, by_year, _, _ = overlay(db, ids, compute)

@@ -2,21 +2,22 @@
 
 A key holds what determines the value by content, or an object that is never mutated and is one per content (a
 ``core`` Compiled network: one per network and input shape), never a name alone (a user's device may reuse a
-built-in's id: ``device_key`` is its every figure) and no large result (an Estimate kept in a key would stay
-alive with it). Values are shared: callers must not change them. The table keeps the last ``KEPT`` (LRU); it is
-thread-safe (Streamlit runs sessions in threads). Why: issue 45, a view re-renders in ≤ 100 ms (docs/benchmarks.md).
+built-in's id: ``shared_cache.device_digest`` is its every figure) and no large result (an Estimate kept in a key
+would stay alive with it). Values are shared: callers must not change them. The table keeps the last ``KEPT``
+(LRU); it is thread-safe (Streamlit runs sessions in threads). Why: issue 45, a view re-renders in ≤ 100 ms
+(docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import OrderedDict
+
+from ui.shared_cache import device_digest
 
 KEPT = 256
 _TABLE: OrderedDict[tuple, object] = OrderedDict()
 _LOCK = threading.Lock()
-_DEVICE_KEYS: dict[int, tuple[object, str]] = {}    # id → (the device, kept alive so its id is not reused; its key)
 
 
 def memo(key: tuple, build):
@@ -33,20 +34,8 @@ def memo(key: tuple, build):
     return value
 
 
-def device_key(device) -> str:
-    """A device's every figure as canonical JSON. Devices are frozen: each one's key is made once."""
-    kept = _DEVICE_KEYS.get(id(device))
-    if kept is not None and kept[0] is device:
-        return kept[1]
-    if len(_DEVICE_KEYS) > 4096:
-        _DEVICE_KEYS.clear()
-    key = json.dumps(device.to_dict(), sort_keys=True, default=str)
-    _DEVICE_KEYS[id(device)] = (device, key)
-    return key
-
-
 def inputs_key(report, *devices, **settings) -> tuple:
     """What determines a report's estimates on ``devices``: its network as compiled, batch, precision, optimizer,
     each device's figures and every setting."""
     return (report.compiled, report.batch_size, report.dtype, report.optimizer,
-            tuple(device_key(d) for d in devices), tuple(sorted(settings.items())))
+            tuple(device_digest(d) for d in devices), tuple(sorted(settings.items())))

@@ -12,8 +12,9 @@ from core.sweeps import largest_batch, overhead_limited_up_to
 from core.terms import limiting_term
 from ui.charts import bars_chart, cached_spec, lines_chart, memory_chart, show
 from ui.explain import how
-from ui.memo import device_key, inputs_key, memo
+from ui.memo import inputs_key, memo
 from ui.memory_view import show_timeline
+from ui.shared_cache import device_digest
 from ui.state import devices, page, time_settings
 from ui.tables import dataframe
 from ui.text import estimate_caption, model_label, predicted_notes
@@ -114,7 +115,7 @@ elif tab_parts.open:
 if tab_batch.open:
     settings, cap = time_settings(), dev.memory_capacity
     # the sweep is the same at every sidebar batch: built once per network, precision, optimizer, device, settings
-    batch_key = ("batch_tab", report.compiled, report.dtype, report.optimizer, device_key(dev), *settings.items())
+    batch_key = ("batch_tab", report.compiled, report.dtype, report.optimizer, device_digest(dev), *settings.items())
 
     def _by_batch():
         runs = sweep(report, [dev], BATCHES, dtype=report.dtype, optimizer=report.optimizer, **settings)
