@@ -12,7 +12,7 @@ import streamlit as st
 import core
 from core.timeline import PART_LABELS, PARTS
 from core.units import format_bytes
-from ui.charts import axis, full, show
+from ui.charts import SCHEMA, axis, full, show
 from ui.explain import how
 from ui.tables import dataframe
 
@@ -101,7 +101,7 @@ def _spec(compiled, batch: int, dtype: str, optimizer: str, capacity: float | No
                        "mark": {"type": "rule", "color": "red", "strokeDash": [6, 3]},
                        "encoding": {"y": unstacked, "tooltip": [{"field": "label", "type": "nominal", "title": "line"},
                                                                 {"field": "size", "type": "nominal"}]}})
-    return json.dumps({"$schema": "https://vega.github.io/schema/vega-lite/v6.json", "height": 320,
+    return json.dumps({"$schema": SCHEMA, "height": 320,
                        "layer": layers})
 
 
