@@ -59,17 +59,22 @@ def test_resnet50_graph_renders_with_its_joins(server):
         browser.close()
 
 
-def test_an_uploaded_onnx_model_is_drawn(server, tmp_path):
+def upload_onnx(page, server: str, tmp_path) -> None:
+    """Upload ``residual_onnx()`` as student_res.onnx on the Network page and wait until it is imported."""
     path = tmp_path / "student_res.onnx"
     path.write_bytes(residual_onnx())
+    page.goto(f"{server}/Network", wait_until="networkidle")
+    page.locator("[data-testid='stFileUploader'] input[type='file']").first.set_input_files(str(path))
+    expect(page.locator("[data-testid='stAlert']").filter(has_text="Imported student_res.onnx").first) \
+        .to_be_visible(timeout=60000)
+    page.wait_for_timeout(1500)
+
+
+def test_an_uploaded_onnx_model_is_drawn(server, tmp_path):
     with sync_playwright() as p:
         browser = launch(p)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(f"{server}/Network", wait_until="networkidle")
-        page.locator("[data-testid='stFileUploader'] input[type='file']").first.set_input_files(str(path))
-        expect(page.locator("[data-testid='stAlert']").filter(has_text="Imported student_res.onnx").first) \
-            .to_be_visible(timeout=60000)
-        page.wait_for_timeout(1500)
+        upload_onnx(page, server, tmp_path)
         page.locator("[data-testid='stSidebarNav'] a", has_text="Graph").click()
         expect(page.locator("h1", has_text="Graph")).to_be_visible(timeout=30000)
         expect(page.locator(SVG).first).to_be_visible(timeout=60000)

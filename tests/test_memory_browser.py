@@ -12,7 +12,7 @@ from browser_ref import launch, start_server, stop_server
 from core.onnx_import import import_onnx
 from core.units import format_bytes
 from test_app_graph import residual_onnx
-from test_graph_browser import _shot
+from test_graph_browser import _shot, upload_onnx
 
 CHART = "[data-testid='stVegaLiteChart']"
 
@@ -45,17 +45,11 @@ def test_resnet50_memory_over_a_step(server):
 
 
 def test_an_uploaded_onnx_models_memory(server, tmp_path):
-    path = tmp_path / "student_res.onnx"
-    path.write_bytes(residual_onnx())
     t = core.analyze(import_onnx(residual_onnx(), name="student_res.onnx").network).totals
     with sync_playwright() as p:
         browser = launch(p)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(f"{server}/Network", wait_until="networkidle")
-        page.locator("[data-testid='stFileUploader'] input[type='file']").first.set_input_files(str(path))
-        expect(page.locator("[data-testid='stAlert']").filter(has_text="Imported student_res.onnx").first) \
-            .to_be_visible(timeout=60000)
-        page.wait_for_timeout(1500)
+        upload_onnx(page, server, tmp_path)
         page.locator("[data-testid='stSidebarNav'] a", has_text="Estimates").click()
         expect(page.locator("h1", has_text="Time estimates")).to_be_visible(timeout=30000)
         _memory_tab(page)

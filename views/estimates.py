@@ -8,13 +8,12 @@ import streamlit as st
 from core import CalcError
 from core.api import estimate, scaling, sweep
 from core.choices import ALLREDUCE, CONV_ALGORITHMS, SCALING_MODES
-from core.sweeps import largest_batch, overhead_limited_up_to
 from core.terms import limiting_term
+from ui import batch_sweep
 from ui.charts import bars_chart, cached_spec, lines_chart, memory_chart, show
 from ui.explain import how
 from ui.memo import inputs_key, memo
 from ui.memory_view import show_timeline
-from ui.shared_cache import device_digest
 from ui.state import devices, page, time_settings
 from ui.tables import dataframe
 from ui.text import estimate_caption, model_label, predicted_notes
@@ -46,7 +45,6 @@ if bound:
                f"{bound['backward_s'] * 1e3:,.3f} ms · training step {bound['training_step_s'] * 1e3:,.3f} ms.")
 how(model, "Each layer's FLOPs at the datasheet peak plus its bytes at the datasheet bandwidth: an optimistic "
     "reference, not a floor (Winograd does fewer FLOPs, and a GPU overlaps compute with memory)." if bound else None)
-BATCHES = [2 ** i for i in range(13)]
 name = f"{report.name}_{dev.id}_{report.dtype}"
 
 tab_parts, tab_batch, tab_memory, tab_devices, tab_conv, tab_dp = st.tabs(
@@ -114,25 +112,8 @@ elif tab_parts.open:
 
 if tab_batch.open:
     settings, cap = time_settings(), dev.memory_capacity
-    # the sweep is the same at every sidebar batch: built once per network, precision, optimizer, device, settings
-    batch_key = ("batch_tab", report.compiled, report.dtype, report.optimizer, device_digest(dev), *settings.items())
-
-    def _by_batch():
-        runs = sweep(report, [dev], BATCHES, dtype=report.dtype, optimizer=report.optimizer, **settings)
-        frame = pd.DataFrame([{
-            "batch": e.report.batch_size, "forward ms": e.totals["forward_s"] * 1e3,
-            **({"forward ms, PALEO bound": e.bound.totals["forward_s"] * 1e3,
-                "launch-overhead share": e.overhead_share} if e.bound is not None else {}),
-            # the held-out error of the batch's band (core.variants.typical_error: batch ≤ 8 and above differ)
-            **({"typical ±%": e.typical_error["median"] * 100} if e.typical_error and e.launch == "eager" else {}),
-            "training step ms": e.totals["training_step_s"] * 1e3, "training samples/s": e.totals["samples_per_s"],
-            "training memory GiB": e.report.totals["training_bytes"] / 2 ** 30,
-            "inference memory GiB": e.report.totals["inference_bytes"] / 2 ** 30} for e in runs])
-        fits = frame[frame["training memory GiB"] * 2 ** 30 <= cap] if cap else frame.iloc[:0]
-        largest = (int(fits["batch"].max()), largest_batch(report, cap)) if not fits.empty else None
-        return frame, largest, overhead_limited_up_to(runs) if est.variant == "predicted" else None
-
-    by_batch, largest, upto = memo(batch_key, _by_batch)
+    batch_key = batch_sweep.batch_key(report, dev, settings)
+    by_batch, largest, upto = batch_sweep.by_batch(report, dev, settings, est.variant == "predicted")
     if cap:
         tab_batch.caption(f"Largest power-of-two batch whose training memory fits in {cap / 2 ** 30:,.0f} GiB: "
                           + (f"**{largest[0]}**, and of any size: **{largest[1]:,}**." if largest else "**none**"))
