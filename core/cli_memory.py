@@ -31,10 +31,10 @@ def _mib(b: int) -> str:
 
 def format_memory(report: Report, timeline: bool = False, capacity: tuple[str, int] | None = None) -> str:
     tl = report.timeline
-    at = tl.rows()[tl.peak_step] if timeline else {"step": tl.peak_step, **tl.parts(tl.peak_counts)}
+    at = tl.parts(tl.peak_counts)
     shape = "×".join(map(str, report.input_shape))
     out = [f"{report.name}  input {report.batch_size}×{shape}  {report.dtype}  {report.optimizer}",
-           f"Peak: {format_bytes(tl.peak)} in {tl.peak_where} (step {tl.peak_step + 1} of {len(tl.rows())})"]
+           f"Peak: {format_bytes(tl.peak)} in {tl.peak_where} (step {tl.peak_step + 1} of {tl.steps})"]
     if capacity is not None:
         name, cap = capacity
         verdict = "fits" if tl.peak <= cap else "does not fit"

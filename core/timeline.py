@@ -248,6 +248,14 @@ class Timeline:
         return out
 
     @property
+    def steps(self) -> int:
+        return len(counts(self.compiled))
+
+    @property
+    def forward_steps(self) -> int:
+        return sum(1 for s in counts(self.compiled) if s.phase == "forward")
+
+    @property
     def peak_counts(self) -> Counts:
         return counts(self.compiled)[self.peak_step]
 

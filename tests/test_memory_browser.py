@@ -24,10 +24,15 @@ def server():
     stop_server(proc)
 
 
-def _memory_tab(page) -> None:
+def _peak_shown(page, totals: dict, shot: str) -> None:
+    """Open the Memory tab; its caption gives the peak core computes and where it falls."""
     page.get_by_role("tab", name="Memory").click()
     expect(page.locator(CHART).first).to_be_visible(timeout=60000)
     page.wait_for_timeout(1500)                        # the chart draws its marks
+    said = f"Peak {format_bytes(totals['training_bytes'], 2)} in {totals['training_peak_at']}"
+    expect(page.get_by_text(said, exact=False).first).to_be_visible(timeout=30000)
+    page.locator(CHART).first.scroll_into_view_if_needed()
+    _shot(page, shot)
 
 
 def test_resnet50_memory_over_a_step(server):
@@ -36,11 +41,7 @@ def test_resnet50_memory_over_a_step(server):
         browser = launch(p)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(f"{server}/Estimates?model=resnet50&batch=32", wait_until="networkidle")
-        _memory_tab(page)
-        said = f"Peak {format_bytes(t['training_bytes'], 2)} in {t['training_peak_at']}"
-        expect(page.get_by_text(said, exact=False).first).to_be_visible(timeout=30000)
-        page.locator(CHART).first.scroll_into_view_if_needed()
-        _shot(page, "memory_resnet50")
+        _peak_shown(page, t, "memory_resnet50")
         browser.close()
 
 
@@ -52,9 +53,5 @@ def test_an_uploaded_onnx_models_memory(server, tmp_path):
         upload_onnx(page, server, tmp_path)
         page.locator("[data-testid='stSidebarNav'] a", has_text="Estimates").click()
         expect(page.locator("h1", has_text="Time estimates")).to_be_visible(timeout=30000)
-        _memory_tab(page)
-        said = f"Peak {format_bytes(t['training_bytes'], 2)} in {t['training_peak_at']}"
-        expect(page.get_by_text(said, exact=False).first).to_be_visible(timeout=30000)
-        page.locator(CHART).first.scroll_into_view_if_needed()
-        _shot(page, "memory_onnx_upload")
+        _peak_shown(page, t, "memory_onnx_upload")
         browser.close()

@@ -68,7 +68,7 @@ def _spec(compiled, batch: int, dtype: str, optimizer: str, capacity: float | No
          "title": "step of a training step (forward → backward → update)"}
     y = {"field": "bytes", "type": "quantitative", "title": "memory alive", "axis": axis("B", unit),
          "scale": {"domain": [0, top]}}
-    forward_end = sum(1 for r in tl.rows() if r["phase"] == "forward") - 0.5
+    forward_end = tl.forward_steps - 0.5
     label = f"peak {format_bytes(tl.peak, 1)}: {tl.peak_where.removeprefix('the ')}"
     peak = {"values": [{"step": tl.peak_step, "bytes": tl.peak / unit, "label": label, "size": full(tl.peak, "B")}]}
     unstacked = {**y, "stack": None}
@@ -91,7 +91,7 @@ def _spec(compiled, batch: int, dtype: str, optimizer: str, capacity: float | No
          "encoding": {"x": x, "y": unstacked, "tooltip": [{"field": "label", "type": "nominal", "title": "peak"},
                                                           {"field": "size", "type": "nominal"}]}},
         {"data": peak, "mark": {"type": "text", "fontSize": 12, "dy": -8,      # the label points into the chart
-                                **({"align": "left", "dx": 6} if 2 * tl.peak_step < len(tl.rows())
+                                **({"align": "left", "dx": 6} if 2 * tl.peak_step < tl.steps
                                    else {"align": "right", "dx": -6})},
          "encoding": {"x": x, "y": unstacked, "text": {"field": "label", "type": "nominal"}}},
     ]
