@@ -14,6 +14,10 @@ LAUNCHES = ("eager", "cuda_graphs")     # how kernels reach the GPU in the predi
 #                                         no per-call host cost; the GPU's own few-µs gap per kernel is not modelled)
 CONV_ALGORITHMS = ("direct", "fft", "winograd", "auto")   # auto: the fewest FLOPs among those that apply
 ALLREDUCE = ("ring", "tree", "parameter_server")          # data-parallel gradient all-reduce schemes
+COMM_MODELS = ("ddp", "paleo")      # data parallelism as DDP runs it (buckets overlapping the backward, NCCL's
+#                                     achieved bandwidth, synchronisation), or PALEO's all-reduce after the backward
+REDUCE_DTYPES = ("auto", "fp32", "fp16", "bf16")          # what the gradient all-reduce moves (auto: DDP's choice)
+INPUT_PIPELINES = ("synthetic", "cpu", "dali")            # where a step's images come from
 SCALING_MODES = ("strong", "weak")                        # strong: global batch split; weak: per-worker batch kept
 DEFAULT_OPTIMIZER = "sgd_momentum"
 DEFAULT_DTYPE = "fp32"

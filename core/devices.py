@@ -210,6 +210,9 @@ INTERCONNECT_FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec("bandwidth", float, "bytes/s per direction", required=True, rule=_BANDWIDTH),
     _SOURCE, _NOTE,
     FieldSpec("latency", float, "seconds per message", rule={"minimum": 0, "maximum": LATENCY_MAX}, default=0.0),
+    FieldSpec("allreduce_bandwidth", float, "bus bandwidth NCCL's all-reduce reaches over this link (nccl-tests' "
+              "busbw at large messages), bytes/s", rule=_BANDWIDTH, default=None),
+    FieldSpec("allreduce_source", str, "where allreduce_bandwidth comes from", rule={"minLength": 1}, default=None),
     _USER,
 )
 
@@ -272,7 +275,7 @@ class Interconnect:
 
     def to_dict(self) -> dict:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        return {k: v for k, v in d.items() if not (k == "user" and not v)}
+        return {k: v for k, v in d.items() if v is not None and not (k == "user" and not v)}
 
 
 def _validator(schema: dict):

@@ -20,9 +20,9 @@ from math import isfinite
 from typing import Any
 
 from . import cpu_heap, gpu_model
-from .choices import ALLREDUCE, CONV_ALGORITHMS, DEFAULT_DTYPE, DEFAULT_OPTIMIZER, LAUNCHES, VARIANTS
-from .communication import gradient_allreduce_s
+from .choices import CONV_ALGORITHMS, DEFAULT_DTYPE, DEFAULT_OPTIMIZER, LAUNCHES, VARIANTS
 from .cpu_threads import calibrated_threads, small_layer_factor
+from .data_parallel import DataParallel, DataParallelStep, ddp_step, paleo_step
 from .devices import Device, DeviceDB, Interconnect, device_db, resolve_device
 from .errors import CalcError, DeviceError
 from .graph import NodeInfo, compile_network
@@ -31,8 +31,8 @@ from .precision import Precision, optimizer
 from .predicted import PredictedTimes, cast_work, predicted_work
 from .registry import numel
 from .report import Report
-from .roofline import RooflinePoint, ridge
-from .settings import check_link, check_link_figures, check_ppp, check_rate, check_threads, check_workers, choice
+from .roofline import RooflinePoint, passes_roofline
+from .settings import DP_SETTINGS, SETTINGS, check_ppp, check_rate, check_settings, check_threads, choice
 from .terms import (
     TERM_NAMES,
     TERMS,
@@ -70,13 +70,14 @@ class Estimate:
     def __init__(self, report: Report, device: Device, *, ppp: float = 1.0, ppp_memory: float | None = None,
                  variant: str = "auto", conv_algorithm: str = "direct", fused: bool = False, workers: int = 1,
                  link: Interconnect | None = None, ppp_comm: float = 1.0, allreduce: str = "ring",
-                 launch: str = "eager", threads: int | None = None):
+                 launch: str = "eager", threads: int | None = None, comm_model: str = "ddp", bucket_mb: float = 25.0,
+                 reduce_dtype: str = "auto", input_pipeline: str = "synthetic", cpu_cores: int | None = None,
+                 nodes: int = 1, node_link: Interconnect | None = None, nics: int = 1):
         self.report = report
         self.device = device
         self.precision: Precision = report.precision
         self.ppp = check_ppp(ppp, "ppp")
         self.ppp_memory = check_ppp(self.ppp if ppp_memory is None else ppp_memory, "ppp_memory")
-        self.ppp_comm = check_ppp(ppp_comm, "ppp_comm")
         self.variant = choice(variant, VARIANTS, "variant")
         self.conv_algorithm = choice(conv_algorithm, CONV_ALGORITHMS, "conv_algorithm")
         if not isinstance(device, Device):
@@ -86,12 +87,11 @@ class Estimate:
         if self.variant == "auto":
             self.variant, self.variant_reason = auto_variant(device, self.precision.compute, self.ppp,
                                                              self.ppp_memory, self.conv_algorithm)
-        self.allreduce = choice(allreduce, ALLREDUCE, "allreduce")
+        self.parallel = DataParallel(workers, link, ppp_comm, allreduce, comm_model, bucket_mb, reduce_dtype,
+                                     input_pipeline, cpu_cores, nodes, node_link, nics)
+        self.workers, self.link, self.ppp_comm, self.allreduce = workers, link, float(ppp_comm), allreduce
         self.launch = choice(launch, LAUNCHES, "launch")
         self.fused = bool(fused)
-        check_link(check_workers(workers), link)
-        self.workers = workers
-        self.link = link
         check_threads(threads, device)
         # the torch thread count the times are for: a calibrated CPU's (None: datasheet figures or a GPU)
         self.threads = calibrated_threads(device)
@@ -99,8 +99,6 @@ class Estimate:
         self.bandwidth = device.memory_bandwidth
         check_rate(self.peak, device, f"peak_flops.{self.precision.compute}")
         check_rate(self.bandwidth, device, "memory_bandwidth")
-        if link is not None:
-            check_link_figures(link)
         self.model_params: dict | None = None
         if self.variant == "predicted":       # core.gpu_model: fitted per architecture generation
             if self.variant_reason == "predicted, as asked":
@@ -352,12 +350,24 @@ class Estimate:
         return Work(None, opt.update_flops * trainable, nbytes, calls=calls)
 
     @cached_property
+    def data_parallel(self) -> DataParallelStep | None:
+        """What data parallelism and a real-data input pipeline add to the step (``core.data_parallel``); None for
+        one worker on synthetic data."""
+        dp = self.parallel
+        if not dp.active:
+            return None
+        compute = self.train_forward.total_s + self.backward.total_s + self.update.total_s
+        n = self.report.batch_size
+        if dp.comm_model == "paleo":
+            return paleo_step(self.report.compiled.trainable, compute, n, dp, self.precision)
+        layers = [(lt.name, lt.backward.total_s, lw.node.params.trainable)
+                  for lt, lw in zip(self.layer_times, self.work.layers)]
+        return ddp_step(layers, compute, n, dp, self.precision)
+
+    @property
     def communication_s(self) -> float:
-        """The gradient all-reduce across data-parallel workers."""
-        if not self.link:
-            return 0.0
-        return gradient_allreduce_s(self.report.compiled.trainable * self.precision.grad, self.workers, self.link,
-                                    self.ppp_comm, self.allreduce)
+        """What the gradients' exchange adds to a training step (``data_parallel``)."""
+        return self.data_parallel.communication_s if self.data_parallel else 0.0
 
     @cached_property
     def cuda_core_peak(self) -> float:
@@ -435,7 +445,9 @@ class Estimate:
         that does no work (a single flatten, a view) has no throughput to state (JSON null)."""
         fwd, bwd, upd = self.forward, self.backward, self.update
         r = self.report
-        step = self.train_forward.total_s + bwd.total_s + upd.total_s + self.communication_s
+        dp = self.data_parallel
+        step = self.train_forward.total_s + bwd.total_s + upd.total_s + self.communication_s + \
+            (dp.input_wait_s if dp else 0.0)
         if not isfinite(step):
             self._non_finite("total", Work(None, fwd.flops + bwd.flops + upd.flops,
                                            fwd.bytes + bwd.bytes + upd.bytes))
@@ -457,22 +469,11 @@ class Estimate:
             "batch_size": n, "workers": self.workers,
             "fits_in_memory": (r.totals["training_bytes"] <= self.device.memory_capacity)
             if self.device.memory_capacity else None,
-        }
+        } | ({"input_wait_s": dp.input_wait_s} if dp and dp.reads_data else {})
 
     @cached_property
     def roofline(self) -> dict:
-        t = self.totals
-        pt = RooflinePoint.of(self.report.name, t["forward_flops"], t["forward_bytes"], self.peak, self.bandwidth)
-        bwd = RooflinePoint.of("backward", t["backward_flops"], t["backward_bytes"], self.peak, self.bandwidth)
-        train = RooflinePoint.of("training step", t["forward_flops"] + t["backward_flops"],
-                                 t["forward_bytes"] + t["backward_bytes"], self.peak, self.bandwidth)
-        return {
-            "peak_flop_per_s": self.peak, "bandwidth_bytes_per_s": self.bandwidth,
-            "ridge_flop_per_byte": ridge(self.peak, self.bandwidth),
-            "arithmetic_intensity": pt.intensity, "attainable_flop_per_s": pt.attainable, "bound": pt.bound,
-            "backward_arithmetic_intensity": bwd.intensity, "backward_bound": bwd.bound,
-            "training_arithmetic_intensity": train.intensity, "training_bound": train.bound,
-        }
+        return passes_roofline(self.report.name, self.totals, self.peak, self.bandwidth)
 
     @cached_property
     def layers(self) -> list[dict]:
@@ -503,8 +504,8 @@ class Estimate:
         and a GPU overlaps compute with memory. None for the other variants."""
         if self.variant != "predicted":
             return None
-        return Estimate(self.report, self.device, variant="paleo", fused=self.fused, workers=self.workers,
-                        link=self.link, ppp_comm=self.ppp_comm, allreduce=self.allreduce, launch=self.launch)
+        return Estimate(self.report, self.device, variant="paleo", fused=self.fused, launch=self.launch,
+                        **self.parallel.kwargs())
 
     @cached_property
     def typical_error(self) -> dict | None:
@@ -563,7 +564,7 @@ class Estimate:
             if bound else None,
             "limited_by": self.limited_by, "threads": self.threads,
             "calibration": dict(self.device.calibration) if self.device.calibration else None,
-        }
+        } | ({"data_parallel": self.data_parallel.to_dict()} if self.data_parallel else {})
 
 
 def as_report(model: Any, batch_size: int, dtype: str, optimizer: str) -> Report:
@@ -583,16 +584,15 @@ def estimate(model: Report | Network, device: Any, batch_size: int = 1, dtype: s
              ppp: float = 1.0, ppp_memory: float | None = None, optimizer: str = DEFAULT_OPTIMIZER,
              variant: str = "auto", conv_algorithm: str = "direct", fused: bool = False, workers: int = 1,
              link: Any = None, ppp_comm: float = 1.0, allreduce: str = "ring", launch: str = "eager",
-             threads: int | None = None, db: DeviceDB | None = None) -> Estimate:
+             threads: int | None = None, db: DeviceDB | None = None, node_link: Any = None, **parallel) -> Estimate:
     """Time estimate of ``model`` (a Report or a Network) on ``device`` (id, name or Device). ``variant`` "auto":
     the fitted GPU model where it applies (``auto_variant``), else PALEO. ``threads``: the torch CPU thread count
     asked for; a calibrated CPU predicts only the count it was calibrated at (``calibration.threads``), any other
     is refused, naming both."""
     report = as_report(model, batch_size, dtype, optimizer)
     dev = resolve_device(device, db)
-    lk = None
-    if link is not None:
-        lk = link if isinstance(link, Interconnect) else device_db(db).link(link)
+    lk, nk = (x if x is None or isinstance(x, Interconnect) else device_db(db).link(x) for x in (link, node_link))
+    check_settings(parallel, taken=tuple(k for k in SETTINGS if k not in DP_SETTINGS) + ("node_link",))
     return Estimate(report, dev, ppp=ppp, ppp_memory=ppp_memory, variant=variant, conv_algorithm=conv_algorithm,
                     fused=fused, workers=workers, link=lk, ppp_comm=ppp_comm, allreduce=allreduce, launch=launch,
-                    threads=threads)
+                    threads=threads, node_link=nk, **parallel)

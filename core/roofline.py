@@ -43,3 +43,19 @@ class RooflinePoint:
         ai = intensity(flops, bytes_)
         return RooflinePoint(name, flops, bytes_, ai, attainable(ai, peak_flops, bandwidth),
                              bound(ai, peak_flops, bandwidth, flops))
+
+
+def passes_roofline(name: str, totals: dict, peak: float, bandwidth: float) -> dict:
+    """An estimate's roofline (``Estimate.roofline``): the forward pass, the backward and the training step placed
+    on the device's roof from ``totals``' FLOPs and bytes."""
+    t = totals
+    pt = RooflinePoint.of(name, t["forward_flops"], t["forward_bytes"], peak, bandwidth)
+    bwd = RooflinePoint.of("backward", t["backward_flops"], t["backward_bytes"], peak, bandwidth)
+    train = RooflinePoint.of("training step", t["forward_flops"] + t["backward_flops"],
+                             t["forward_bytes"] + t["backward_bytes"], peak, bandwidth)
+    return {
+        "peak_flop_per_s": peak, "bandwidth_bytes_per_s": bandwidth, "ridge_flop_per_byte": ridge(peak, bandwidth),
+        "arithmetic_intensity": pt.intensity, "attainable_flop_per_s": pt.attainable, "bound": pt.bound,
+        "backward_arithmetic_intensity": bwd.intensity, "backward_bound": bwd.bound,
+        "training_arithmetic_intensity": train.intensity, "training_bound": train.bound,
+    }

@@ -78,7 +78,9 @@ def choice(value: str, options: tuple, field: str) -> str:
 
 
 SETTINGS = ("ppp", "ppp_memory", "variant", "conv_algorithm", "fused", "workers", "link", "ppp_comm", "allreduce",
-            "launch", "threads")
+            "launch", "threads", "comm_model", "bucket_mb", "reduce_dtype", "input_pipeline", "cpu_cores", "nodes",
+            "node_link", "nics")
+DP_SETTINGS = SETTINGS[-8:]      # core.data_parallel's
 
 
 def check_settings(kw: dict, taken: tuple = (), extra: tuple = ()) -> None:

@@ -52,26 +52,41 @@ def largest_batch(report: Report, capacity: float, *, training: bool = True) -> 
 
 
 def scaling(model: Report | Network, device: Any, link: Any, workers=(1, 2, 4, 8), batch_size: int = 64,
-            mode: str = "strong", **kw) -> list[dict]:
+            mode: str = "strong", gpus_per_node: int | None = None, **kw) -> list[dict]:
     """Data-parallel scaling. strong: the global batch ``batch_size`` is split over K workers (⌈B/K⌉ each, the
     last ones short when K does not divide B, so a step takes as long as the fullest worker); weak: every worker
     keeps ``batch_size``. Speed-up is throughput relative to one worker; efficiency = speed-up / K.
 
-    ``workers``: worker counts from 1 to 65,536. A network that does no work (a training step of 0 s) has no
-    throughput: its ``samples_per_s``, ``speedup`` and ``efficiency`` are None."""
+    ``workers``: worker counts from 1 to 65,536. ``gpus_per_node``: above it, K workers are K / gpus_per_node nodes
+    joined by ``node_link`` (K must be a multiple). Each row also has the DDP model's parts (``core.data_parallel``:
+    ``allreduce_s``, ``overlapped_s``, ``exposed_s``, ``sync_s``, ``input_wait_s``) and ``communication_share``, the
+    share of the step the exchange adds. A network that does no work (a training step of 0 s) has no throughput:
+    its ``samples_per_s``, ``speedup`` and ``efficiency`` are None."""
     choice(mode, SCALING_MODES, "mode")
     counts = [check_workers(k) for k in sweep_items(workers, "workers", limit=1000)]
     check_batch(batch_size)
-    check_settings(kw, ("workers", "link"), ("dtype", "optimizer", "db"))
+    check_settings(kw, ("workers", "link", "nodes"), ("dtype", "optimizer", "db"))
+    if gpus_per_node is not None:
+        check_workers(gpus_per_node)
+        for k in counts:
+            if k > gpus_per_node and k % gpus_per_node:
+                raise CalcError(f"{k} workers are not whole nodes of {gpus_per_node} GPUs", field="workers", value=k)
 
     def run(k: int) -> dict:
         per = ceil(batch_size / k) if mode == "strong" else batch_size
-        t = estimate(model, device, batch_size=per, workers=k, link=link if k > 1 else None, **kw).totals
+        nodes = k // gpus_per_node if gpus_per_node and k > gpus_per_node else 1
+        est = estimate(model, device, batch_size=per, workers=k, link=link if k > 1 else None, nodes=nodes, **kw)
+        t, dp = est.totals, est.data_parallel
         samples = batch_size if mode == "strong" else batch_size * k
         step = t["training_step_s"]
-        return {"workers": k, "per_worker_batch": per, "compute_s": step - t["communication_s"],
+        wait = dp.input_wait_s if dp else 0.0
+        return {"workers": k, "nodes": nodes, "per_worker_batch": per,
+                "compute_s": step - t["communication_s"] - wait,
                 "communication_s": t["communication_s"], "training_step_s": step,
-                "samples_per_s": samples / step if step else None}
+                "samples_per_s": samples / step if step else None,
+                "allreduce_s": dp.allreduce_s if dp else 0.0, "overlapped_s": dp.overlapped_s if dp else 0.0,
+                "exposed_s": dp.exposed_s if dp else 0.0, "sync_s": dp.sync_s if dp else 0.0, "input_wait_s": wait,
+                "communication_share": t["communication_s"] / step if step else 0.0}
 
     runs = {k: run(k) for k in dict.fromkeys((1, *counts))}     # one worker is the baseline, run once
     base = runs[1]["samples_per_s"]
@@ -82,6 +97,13 @@ def scaling(model: Report | Network, device: Any, link: Any, workers=(1, 2, 4, 8
         row["efficiency"] = row["speedup"] / k if row["speedup"] is not None else None
         rows.append(row)
     return rows
+
+
+def communication_dominates(rows: list[dict], share: float = 0.5) -> int | None:
+    """The fewest workers of ``scaling``'s rows at which the exchange adds more than ``share`` of the step (None:
+    at none of them)."""
+    over = [r["workers"] for r in rows if r["communication_share"] > share]
+    return min(over) if over else None
 
 
 def sweep(model: Report | Network, devices, batch_sizes, dtype: str | None = DEFAULT_DTYPE, *,

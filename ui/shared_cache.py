@@ -243,7 +243,7 @@ def estimate(report: core.Report, device: Device, **settings) -> Estimate:
                         value=type(device).__name__)
     run = lambda: paleo_estimate(report, device, report.batch_size, report.dtype,  # noqa: E731
                                  optimizer=report.optimizer, **settings)
-    if not isinstance(settings.get("link"), (Interconnect, type(None))):
+    if any(not isinstance(settings.get(k), (Interconnect, type(None))) for k in ("link", "node_link")):
         return run()                # a link by id: which database resolves it is not this table's to know
     result = CACHE.get(estimate_key(report, device, settings), run)
     _write_stats()
