@@ -13,7 +13,17 @@ import json
 import os
 import sys
 
-from .choices import ALLREDUCE, CONV_ALGORITHMS, DEFAULT_DTYPE, DEFAULT_OPTIMIZER, LAUNCHES, VARIANTS
+from .choices import (
+    ALLREDUCE,
+    COMM_MODELS,
+    CONV_ALGORITHMS,
+    DEFAULT_DTYPE,
+    DEFAULT_OPTIMIZER,
+    INPUT_PIPELINES,
+    LAUNCHES,
+    REDUCE_DTYPES,
+    VARIANTS,
+)
 from .cli_text import format_devices, format_estimate, format_table
 from .errors import CalcError, one_line
 from .precision import OPTIMIZERS, PRECISIONS
@@ -73,6 +83,19 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--link", help="interconnect id or name for --workers > 1")
     e.add_argument("--ppp-comm", type=float, default=1.0, help="PPP of the interconnect")
     e.add_argument("--allreduce", default=ALLREDUCE[0], choices=ALLREDUCE)
+    e.add_argument("--comm-model", default=COMM_MODELS[0], choices=COMM_MODELS,
+                   help="ddp (default): PyTorch DDP's buckets all-reduced during the backward at NCCL's achieved "
+                        "bandwidth, plus synchronisation; paleo: the whole all-reduce after the backward at the "
+                        "datasheet rate")
+    e.add_argument("--bucket-mb", type=float, default=25.0, help="DDP's bucket size in MiB (default 25)")
+    e.add_argument("--reduce-dtype", default=REDUCE_DTYPES[0], choices=REDUCE_DTYPES,
+                   help="what the all-reduce moves (auto: DDP's choice, fp32 gradients under mixed precision)")
+    e.add_argument("--input-pipeline", default=INPUT_PIPELINES[0], choices=INPUT_PIPELINES,
+                   help="where a step's images come from: synthetic (default, no wait), cpu or dali decoding")
+    e.add_argument("--cpu-cores", type=int, default=None, help="host CPU cores per node decoding images")
+    e.add_argument("--nodes", type=int, default=1, help="nodes the --workers are spread over (default 1)")
+    e.add_argument("--node-link", help="interconnect id or name between nodes, for --nodes > 1 (e.g. ib-hdr)")
+    e.add_argument("--nics", type=int, default=1, help="network cards per node on --node-link (default 1)")
     e.add_argument("--threads", type=int, default=None,
                    help="torch CPU threads the estimate is for: a calibrated CPU predicts only the count it was "
                         "calibrated at (the default); another count is refused")
@@ -160,7 +183,9 @@ def _run(args) -> int:
                        ppp_memory=args.ppp_memory, optimizer=args.optimizer, variant=args.variant,
                        conv_algorithm=args.conv_algo, fused=args.fused, workers=args.workers, link=args.link,
                        ppp_comm=args.ppp_comm, allreduce=args.allreduce, launch=args.launch, input_shape=args.input,
-                       threads=args.threads, db=db)
+                       threads=args.threads, db=db, comm_model=args.comm_model, bucket_mb=args.bucket_mb,
+                       reduce_dtype=args.reduce_dtype, input_pipeline=args.input_pipeline, cpu_cores=args.cpu_cores,
+                       nodes=args.nodes, node_link=args.node_link, nics=args.nics)
         text = (json.dumps(est.to_dict(), indent=1, allow_nan=False) if args.json
                 else format_estimate(est, explain=args.explain))
         print(text)

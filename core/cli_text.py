@@ -4,6 +4,7 @@ calibrated device's quality line."""
 from __future__ import annotations
 
 from .cpu_threads import threads_hint
+from .data_parallel import achieved, typical_error
 from .report import CONVENTION, Report
 from .units import format_bytes
 
@@ -154,6 +155,61 @@ def model_summary(est) -> str:
     return f"{name} at PPP compute {est.ppp:g}, memory {est.ppp_memory:g}"
 
 
+def _brief(s: float) -> str:
+    return "0 s" if not s else _seconds(s)
+
+
+def scaling_error_line(explain: bool = False) -> str:
+    """The DDP model's held-out error of scaling efficiency, in points (``core.data_parallel.typical_error``)."""
+    e = typical_error()
+    if e.get("median_points") is None:
+        return "Scaling error:  efficiency's typical error not yet measured" + (f" ({e['basis']})" if explain else "")
+    line = (f"Scaling error:  efficiency typically ±{e['median_points']:.1f} points, 1 in 10 off by more than "
+            f"{e['p90_points']:.1f} (held out by source, {e['rows']} rows")
+    if explain and e.get("signed_median_points") is not None:
+        line += f"; signed median {e['signed_median_points']:+.1f} points; {e['basis']}"
+    return line + ")"
+
+
+def data_parallel_lines(est, explain: bool = False) -> list[str]:
+    """What ``--workers`` (and a real-data input pipeline) add to the step, term by term (``est.data_parallel``):
+    the answer on one line, the typical error on the next; ``explain`` adds the bandwidth, its source and the
+    terms."""
+    dp, par = est.data_parallel, est.parallel
+    if dp is None:
+        return []
+    cores = f"{par.cpu_cores} core{'s' if par.cpu_cores != 1 else ''}"
+    reads = (f"input wait {_brief(dp.input_wait_s)} ({par.input_pipeline} decoding on {cores} per node)"
+             if dp.reads_data else "no input wait (synthetic data)")
+    if dp.workers == 1:
+        return [f"Input:          {_brief(dp.input_wait_s)} waiting for the host in the training step "
+                f"({par.input_pipeline} decoding on {cores})"]
+    where = f"{dp.workers} workers over {par.link.name}"
+    if dp.nodes > 1:
+        where = (f"{dp.workers} workers on {dp.nodes} nodes of {dp.workers // dp.nodes} over {par.link.name}, "
+                 f"{par.nics} × {par.node_link.name} between nodes")
+    if dp.comm_model == "paleo":
+        out = [f"Data parallel:  {where}, PALEO: all-reduce {_brief(dp.allreduce_s)} after the backward "
+               f"({par.allreduce}, {dp.bandwidth_from}), {reads}",
+               "Scaling error:  none measured for PALEO's term (--comm-model ddp has the fitted model)"]
+    else:
+        out = [f"Data parallel:  {where}, DDP: all-reduce {_brief(dp.allreduce_s)} in {len(dp.buckets)} buckets "
+               f"({_brief(dp.overlapped_s)} overlapped with the backward, {_brief(dp.exposed_s)} exposed), "
+               f"synchronisation {_brief(dp.sync_s)}, {reads}",
+               scaling_error_line(explain)]
+    if explain:
+        between = ""
+        if dp.nodes > 1:
+            net, why = achieved(par.node_link, 1.0)
+            between = f"; between nodes {_si(net.bandwidth * par.nics, 'B/s')} ({par.nics} × {why})"
+        out += [f"Bandwidth:      {_si(dp.bus_bandwidth, 'B/s')} bus bandwidth ({dp.bandwidth_from}){between}",
+                f"Gradients:      {_fmt_bytes(dp.gradient_bytes)} per worker, {dp.reduce_bytes} B each "
+                f"({par.allreduce} all-reduce" + (f", buckets of {par.bucket_mb:g} MiB after the first 1 MiB)"
+                                                  if dp.comm_model == "ddp" else ")"),
+                f"Terms:          {'; '.join(dp.terms)}"]
+    return out
+
+
 def format_estimate(est, explain: bool = False) -> str:
     """The times first, then one line on the model; ``explain``: the long form (the terms, the basis of the typical
     error, what was fitted on what)."""
@@ -177,8 +233,6 @@ def format_estimate(est, explain: bool = False) -> str:
     train_forward = ([f"Train forward:  {_seconds(t['training_forward_s'])} (the forward inside a training step: "
                       f"train mode, autograd recording; {est.train_forward_basis})"]
                      if t["training_forward_s"] != t["forward_s"] else [])
-    allreduce = ([f"All-reduce:     {_seconds(t['communication_s'])} ({est.allreduce}, {est.workers} workers over "
-                  f"{est.link.name}; in the training step)"] if est.workers > 1 else [])
     model = ([_model_line(est)] if explain else
              [f"Time model:     {model_summary(est)}"
               + ("; --explain says more" if len(model_summary(est)) <= 62 else "")])
@@ -190,7 +244,7 @@ def format_estimate(est, explain: bool = False) -> str:
            f"Training step:  {_seconds(t['training_step_s'])}{_beside_bound(est, 'training_step_s')}  → "
            f"{_throughput(t['samples_per_s'])}",
            *train_forward,
-           *allreduce,
+           *data_parallel_lines(est, explain),
            *model,
            *([f"Calibration:    {cal}"] if cal else []),
            f"Peak {_si(est.peak, 'FLOP/s')}, bandwidth {_si(est.bandwidth, 'B/s')}, "

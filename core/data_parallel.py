@@ -94,6 +94,9 @@ class DataParallel:
         if self.workers % self.nodes:
             raise CalcError(f"{self.workers} workers do not split evenly over {self.nodes} nodes", field="nodes",
                             value=self.nodes)
+        if self.nodes > 1 and self.comm_model == "paleo":
+            raise CalcError("PALEO's all-reduce has one link for every worker; several nodes need comm_model ddp",
+                            field="nodes", value=self.nodes)
         if self.nodes > 1 and not isinstance(self.node_link, Interconnect):
             raise CalcError("several nodes need the network between them (node_link)", field="node_link",
                             value=None if self.node_link is None else type(self.node_link).__name__)
@@ -239,8 +242,8 @@ def ddp_step(layers: Sequence[tuple[str, float, int]], compute_s: float, batch: 
             total += t
             made.append(Bucket(size, (first, last), ready, start, end))
     exposed = max(0.0, end - backward_s) if made else 0.0
-    sync = p["sync_s"] + p["jitter"][dp.input_pipeline] * sqrt(2 * log(dp.workers)) * compute_s \
-        if dp.workers > 1 else 0.0
+    # the all-reduce is where workers wait for each other: no gradients, no exchange and no waiting
+    sync = p["sync_s"] + p["jitter"][dp.input_pipeline] * sqrt(2 * log(dp.workers)) * compute_s if made else 0.0
     bw = achieved(dp.link, dp.ppp_comm, p)[0].bandwidth if dp.link else 0.0
     return DataParallelStep("ddp", dp.workers, dp.nodes, nbytes, sum(b.nbytes for b in made), bw, why, total,
                             exposed, sync, input_wait_s(dp, batch, compute_s + exposed + sync, p),
@@ -263,9 +266,6 @@ def input_wait_s(dp: DataParallel, batch: int, gpu_step_s: float, params: dict |
 def paleo_step(trainable: int, compute_s: float, batch: int, dp: DataParallel,
                precision: Precision) -> DataParallelStep:
     """PALEO's term: the whole all-reduce after the backward, at the link's datasheet rate, over one link."""
-    if dp.nodes > 1:
-        raise CalcError("PALEO's all-reduce has one link for every worker; several nodes need comm_model ddp",
-                        field="nodes", value=dp.nodes)
     nbytes = reduce_bytes(dp, precision)
     t = gradient_allreduce_s(trainable * nbytes, dp.workers, dp.link, dp.ppp_comm, dp.allreduce) if dp.link else 0.0
     return DataParallelStep("paleo", dp.workers, dp.nodes, nbytes, trainable * nbytes if dp.workers > 1 else 0,

@@ -582,6 +582,16 @@ def resolve_device(device: Any, db: DeviceDB | None = None) -> Device:
     return device_db(db).device(device)
 
 
+def resolve_link(link: Any, db: DeviceDB | None = None, field: str = "link") -> Interconnect | None:
+    """An interconnect (or None) by id or name; an unknown one is an error naming the setting it was given for."""
+    if link is None or isinstance(link, Interconnect):
+        return link
+    try:
+        return device_db(db).link(link)
+    except DeviceError as e:
+        raise DeviceError(e.reason, node=e.node, field=field, value=e.value) from None
+
+
 def device_db(db: Any) -> DeviceDB:
     if db is None:
         return load_devices()

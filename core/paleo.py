@@ -23,7 +23,7 @@ from . import cpu_heap, gpu_model
 from .choices import CONV_ALGORITHMS, DEFAULT_DTYPE, DEFAULT_OPTIMIZER, LAUNCHES, VARIANTS
 from .cpu_threads import calibrated_threads, small_layer_factor
 from .data_parallel import DataParallel, DataParallelStep, ddp_step, paleo_step
-from .devices import Device, DeviceDB, Interconnect, device_db, resolve_device
+from .devices import Device, DeviceDB, Interconnect, resolve_device, resolve_link
 from .errors import CalcError, DeviceError
 from .graph import NodeInfo, compile_network
 from .ir import Network
@@ -591,7 +591,7 @@ def estimate(model: Report | Network, device: Any, batch_size: int = 1, dtype: s
     is refused, naming both."""
     report = as_report(model, batch_size, dtype, optimizer)
     dev = resolve_device(device, db)
-    lk, nk = (x if x is None or isinstance(x, Interconnect) else device_db(db).link(x) for x in (link, node_link))
+    lk, nk = (resolve_link(x, db, f) for x, f in ((link, "link"), (node_link, "node_link")))
     check_settings(parallel, taken=tuple(k for k in SETTINGS if k not in DP_SETTINGS) + ("node_link",))
     return Estimate(report, dev, ppp=ppp, ppp_memory=ppp_memory, variant=variant, conv_algorithm=conv_algorithm,
                     fused=fused, workers=workers, link=lk, ppp_comm=ppp_comm, allreduce=allreduce, launch=launch,
