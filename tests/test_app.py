@@ -190,8 +190,8 @@ def test_estimates_tabs_show_algorithms_batch_devices_and_scaling():
     models = set(devs["time model"])                       # fitted GPUs predicted, the others PALEO
     assert any(m.startswith("predicted") for m in models) and any(m.startswith("PALEO") for m in models)
 
-    scaling = next(d.value for d in _open_tab(at, "Data parallel").dataframe if "workers" in d.value.columns)
-    assert list(scaling["workers"]) == [1, 2, 4, 8] and scaling["speedup"].iloc[0] == 1.0
+    scaling = next(d.value for d in _open_tab(at, "Data parallel").dataframe if "GPUs" in d.value.columns)
+    assert list(scaling["GPUs"]) == [1, 2, 4, 8, 16, 32, 64] and scaling["speed-up"].iloc[0] == 1.0
 
 
 def test_mixed_precision_breakdown_names_the_cast_kernels():

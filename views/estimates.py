@@ -5,11 +5,10 @@ data-parallel scaling. Only the open tab runs, so a change re-renders fast."""
 import pandas as pd
 import streamlit as st
 
-from core import CalcError
-from core.api import estimate, scaling, sweep
-from core.choices import ALLREDUCE, CONV_ALGORITHMS, SCALING_MODES
+from core.api import estimate, sweep
+from core.choices import CONV_ALGORITHMS
 from core.terms import limiting_term
-from ui import batch_sweep
+from ui import batch_sweep, data_parallel_view
 from ui.charts import bars_chart, cached_spec, lines_chart, memory_chart, show
 from ui.explain import how
 from ui.memo import inputs_key, memo
@@ -174,17 +173,4 @@ if tab_conv.open:
         "for every convolution (the predicted model picks its own).", container=tab_conv)
 
 if tab_dp.open:
-    db = devices()
-    s1, s2, s3 = tab_dp.columns(3)
-    link = s1.selectbox("Interconnect", list(db.interconnects), key="scaling_link",
-                        format_func=lambda i: db.interconnects[i].name)
-    mode = s2.radio("Scaling", list(SCALING_MODES), horizontal=True, key="scaling_mode",
-                    help="strong: the batch in the sidebar is split over the workers; weak: each worker keeps it")
-    algo = s3.selectbox("All-reduce", list(ALLREDUCE), key="scaling_allreduce")
-    try:
-        scale = pd.DataFrame(scaling(report, dev, db.interconnects[link], workers=(1, 2, 4, 8),
-                                     batch_size=report.batch_size, mode=mode, dtype=report.dtype,
-                                     optimizer=report.optimizer, allreduce=algo, **time_settings()))
-        dataframe(scale, key="scaling_table", container=tab_dp)
-    except CalcError as e:
-        tab_dp.error(str(e))
+    data_parallel_view.show_tab(tab_dp, report, dev, devices(), time_settings(), name)

@@ -1,5 +1,6 @@
-"""Lab 1 · PALEO, PPP and VGG FLOPs: how much of VGG's forward pass is convolution, and how fast a Tesla K80 could
-run the networks of Lu et al.'s tables 3, 5 and 6 from its published peak, single and double precision.
+"""Lab 1 · PALEO, PPP and VGG FLOPs: how much of VGG's forward pass is convolution, how fast a Tesla K80 could
+run the networks of Lu et al.'s tables 3, 5 and 6 from its published peak, single and double precision, and what
+training on the board's two GPUs as data-parallel workers gains (``core.scaling``).
 
 The numbers are pure functions over ``core`` (tests/test_labs.py checks them by hand); ``show`` lays them out."""
 
@@ -9,16 +10,19 @@ import pandas as pd
 import streamlit as st
 
 import core
-from core.api import estimate
+from core.api import estimate, scaling
+from ui.data_parallel_view import error_words, percent
 from ui.labs.common import in_words, number, open_button, predicted_beside_bound, question, reading, shape
 from ui.tables import dataframe
 
 TITLE = "1 · PALEO, PPP and VGG FLOPs"
 PAPER_NETWORKS = ("vgg16", "googlenet", "resnet50")     # the networks of Lu et al.'s tables 3, 5 and 6
 K80 = {"boost": ("k80", "k80-board"), "base": ("k80-base", "k80-board-base")}   # (one GK210 GPU, the whole board)
-NEEDS = tuple(i for pair in K80.values() for i in pair)  # the built-in devices this lab names
+NEEDS = tuple(i for pair in K80.values() for i in pair)  # the built-in devices this lab names (and BOARD_LINK)
 DTYPES = ("fp32", "fp64")
 MACS_EXAMPLE = "vgg16"                                   # the network the MACs-vs-FLOPs mistake is told with
+BOARD_LINK = "pcie3-x16"       # the K80's two GPUs exchange gradients through the board's PCIe 3.0 switch
+BOARD_BATCH = 64               # images per GPU when training on the whole board (weak scaling: each GPU keeps 64)
 
 
 def conv_share(report: core.Report) -> dict:
@@ -85,6 +89,25 @@ def layer_timing_sum(est, overhead_us: float) -> dict:
     layers = sum(1 for r in est.layers if r["forward_flops"] or r["forward_bytes"])
     whole = est.totals["forward_s"]
     return {"layers": layers, "whole_ms": whole * 1e3, "sum_ms": (whole + layers * overhead_us * 1e-6) * 1e3}
+
+
+def board_training(db, name: str, clock: str = "boost", batch: int = BOARD_BATCH) -> dict:
+    """Training ``name`` on one K80 GPU against the board's two GPUs as DDP workers over its PCIe switch, each GPU
+    with ``batch`` images (weak scaling): ``core.scaling``'s rows ("one", "two"), the speed-up, and what the
+    gradients' exchange adds to the two-GPU step (exposed all-reduce plus synchronisation, in seconds and as a share
+    of the step)."""
+    one, two = scaling(name, db.devices[K80[clock][0]], db.interconnects[BOARD_LINK], workers=(1, 2), batch_size=batch,
+                       mode="weak")
+    return {"one": one, "two": two, "speedup": two["speedup"], "efficiency": two["efficiency"],
+            "communication_s": two["communication_s"], "share": two["communication_share"]}
+
+
+def board_sentence(b: dict) -> str:
+    """The answer in one sentence: how many times the board's throughput is one GPU's, and what communication adds."""
+    two = b["two"]
+    return (f"Both GPUs train **{b['speedup']:.2f}×** as many images per second as one; the gradients' exchange adds "
+            f"{two['communication_s'] * 1e3:,.1f} ms ({percent(b['share'])}) to each "
+            f"{two['training_step_s'] * 1e3:,.0f} ms step.")
 
 
 def _tflops(dev, dtype: str) -> str:
@@ -155,4 +178,31 @@ def show(db) -> None:
     reading("Timed one by one, every layer pays a kernel launch, a device synchronisation (the GPU runs "
             "asynchronously) and the profiler's own cost, and nothing overlaps across layer boundaries; a whole-pass "
             "timing pays these once. The µs per layer above is an assumption to play with, not a measurement.")
+    show_board(db, name, clock)
     open_button(name, "lab1_open")
+
+
+def show_board(db, name: str, clock: str) -> None:
+    """Training on the whole board: one GK210 against both as data-parallel workers."""
+    st.subheader("Training on the whole board: one GPU or both")
+    b = board_training(db, name, clock)
+    one, two = b["one"], b["two"]
+    link = db.interconnects[BOARD_LINK].name
+    t1, t2, t3, t4 = st.columns(4)
+    t1.metric(f"Training step, one GPU (batch {BOARD_BATCH})", f"{number(one['training_step_s'] * 1e3, 1)} ms")
+    t2.metric(f"Both GPUs ({BOARD_BATCH} images each)", f"{number(two['training_step_s'] * 1e3, 1)} ms")
+    t3.metric("Speed-up (images per second)", f"{b['speedup']:.2f}×", help=f"efficiency {b['efficiency']:.1%}")
+    t4.metric("Communication adds", f"{number(b['communication_s'] * 1e3, 1)} ms",
+              help=f"the all-reduce of the gradients takes {number(two['allreduce_s'] * 1e3, 1)} ms over {link}, "
+                   f"{number(two['overlapped_s'] * 1e3, 1)} ms of it during the backward; exposed "
+                   f"{number(two['exposed_s'] * 1e3, 2)} ms, synchronisation {number(two['sync_s'] * 1e3, 2)} ms")
+    st.caption(board_sentence(b))
+    reading(f"PyTorch's DistributedDataParallel runs one process per GPU; the two GK210s of a K80 exchange their "
+            f"gradients through the board's PCIe switch ({link}). Each GPU keeps {BOARD_BATCH} images (weak "
+            "scaling), so the board trains twice the images per step in about the time one GPU takes.",
+            "The all-reduce of the gradients runs in buckets while the backward is still computing; only what is "
+            "left after its last layer, and the wait for the slower GPU, add to the step (the DDP model: "
+            "core.data_parallel).",
+            "The step time is the calculator's estimate for one GK210 (predicted where the time model covers Kepler, "
+            f"else PALEO); the DDP model's {error_words('ddp')[0]}.")
+
