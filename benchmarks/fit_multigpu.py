@@ -297,6 +297,30 @@ def report(cases: list[Case], skipped: list[str], base: dict) -> tuple[list[str]
     return out, final, summary(ho) | {"sources": len(per_source)}
 
 
+def measure(quick: bool = False) -> dict:
+    """For run_all.py: the report of the fit held out by source (``quick``: the same, it takes seconds)."""
+    cases, skipped = load_cases()
+    lines, final, s = report(cases, skipped, dict(dp_params()))
+    return {"lines": lines, "figures": _figures(final), "held_out": s}
+
+
+def markdown(results: dict) -> str:
+    s, lines = results["held_out"], results["lines"]
+    met = s["median_points"] <= 2 and s["p90_points"] <= 6
+    unbiased = abs(s["signed_median_points"]) <= 1
+    end = lines.index("| series | GPUs | published | DDP held out | today's |")
+    return "\n".join([
+        "## Data-parallel scaling against published multi-GPU throughput", "",
+        "`benchmarks/fit_multigpu.py` (issue 42): the DDP model (`core/data_parallel.py`) and today's (PALEO's "
+        "all-reduce after the backward) predict every N-GPU row of `benchmarks/data/multigpu_throughput.csv` from the "
+        "calculator's own single-GPU step; each source is held out of the fit in turn. How the model was built and "
+        "what it leaves out: docs/data_parallel.md. Every row, held out: `benchmarks/results/fit_multigpu.md`.", "",
+        f"Target (issue 42): held-out median ≤ 2 points, p90 ≤ 6, signed median within ±1: "
+        f"**{'met' if met else 'not met'}** (median {s['median_points']:.1f}, p90 {s['p90_points']:.1f}); signed "
+        f"median {s['signed_median_points']:+.1f}: **{'unbiased' if unbiased else 'biased'}**.", "",
+        *lines[:end]]).rstrip()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--write", action="store_true", help="write the all-rows fit into core/dp_params.json and the "

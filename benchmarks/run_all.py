@@ -45,6 +45,7 @@ BENCHMARKS = {
     "class": "bench_class",          # serve_class.sh: 1 vs 2 workers, a 60-student class, a worker killed (~7 min)
     "fuzz": "bench_fuzz",            # 50,000 fuzz cases against the typed-error promise, torch spot-check (~3 min)
     "gpu": "fit_gpu_model",          # GPU time model fitted to published timings: LOSO/LOGO errors (~4 min)
+    "multigpu": "fit_multigpu",      # data-parallel scaling against published multi-GPU throughput (~30 s)
     "probes": "bench_probes",        # kernel probes measured on a lent H200 beside the model's numbers (seconds)
 }
 DEFAULT_OUT = ROOT / "docs" / "benchmarks.md"

@@ -39,7 +39,7 @@ def _sentence(at) -> str:
     return next(c.value for c in at.caption if c.value.startswith("Communication adds more than"))
 
 
-def _core_rows(link="pcie3-x16", node_link="ib-hdr", mode="strong", **kw):
+def _core_rows(link="nvlink2-v100", node_link="ib-hdr", mode="strong", **kw):
     db = load_devices(user_path=None)
     return scaling("mnist_cnn", "v100-sxm2", db.interconnects[link], workers=dpv.GPU_COUNTS, batch_size=1, mode=mode,
                    gpus_per_node=kw.pop("gpus_per_node", 8), node_link=db.interconnects[node_link], **kw)
@@ -56,6 +56,16 @@ def test_the_tab_shows_1_to_64_gpus_as_core_computes_them():
     first = communication_dominates(rows, 0.10)
     assert _sentence(at).startswith(dpv.dominates_sentence(first, 0.10))
     assert "typical error of the efficiency not yet measured" in _sentence(at) or "points" in _sentence(at)
+
+
+def test_the_link_starts_at_the_devices_own():
+    # the page's default device is the V100-SXM2: its server joins the GPUs by NVLink 2
+    at = _tab()
+    assert at.selectbox(key="scaling_link").value == "nvlink2-v100"
+    names = list(load_devices(user_path=None).interconnects)
+    db = load_devices(user_path=None)
+    assert names[dpv.default_link(db.device("a100-80gb-sxm"), names)] == "nvlink3-a100"
+    assert names[dpv.default_link(db.device("rtx-3090"), names)] == "pcie3-x16"
 
 
 def test_the_sentence_follows_the_share_and_says_none():

@@ -167,3 +167,29 @@ def test_typical_error_is_the_fit_held_out():
     te = typical_error()
     assert te["rows"] > 100 and te["median_points"] > 0 and te["p90_points"] >= te["median_points"]
     assert "held out" in te["basis"]
+
+
+def test_the_fits_closed_form_is_the_models(tmp_path, monkeypatch):
+    """benchmarks/fit_multigpu.py evaluates thousands of figures in closed form; it must equal core's DDP model."""
+    import csv
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("fit_multigpu", root / "benchmarks" / "fit_multigpu.py")
+    fit = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "fit_multigpu", fit)     # its dataclasses look their module up
+    spec.loader.exec_module(fit)
+    rows = list(csv.DictReader((root / "benchmarks" / "data" / "multigpu_throughput.csv").open()))
+    keep = {"dle/pytorch/nvidia-dgx-1-8x-v100-16gb/resnet50/mixed/bs256/cpu", "tf/aws-p2.8xlarge/resnet50/fp32/bs64"}
+    path = tmp_path / "rows.csv"
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(r for r in rows if r["group"] in keep)
+    cases, _ = fit.load_cases(path)
+    assert {c.row["group"] for c in cases} == keep and {c.dp.input_pipeline for c in cases} == {"cpu", "synthetic"}
+    params = {**dp_params(), "bus_share": 0.3, "sync_s": 0.002, "jitter": {"synthetic": 0.01, "cpu": 0.03, "dali": 0}}
+    for c in cases:
+        assert c.predicted(params) == pytest.approx(c.core_efficiency(params), rel=1e-12)

@@ -38,6 +38,9 @@ TABLE = {"workers": "GPUs", "nodes": "nodes", "per_worker_batch": "batch per GPU
          "sync_s": "synchronisation ms", "input_wait_s": "input wait ms"}
 
 FORMATS = {"samples/s": "%.1f", "speed-up": "%.2f", "efficiency": "percent", "communication share": "percent"}
+SXM_LINK = {"p100-sxm2": "nvlink1-p100", "v100-sxm2": "nvlink2-v100", "a100-40gb-sxm": "nvlink3-a100",
+            "a100-80gb-sxm": "nvlink3-a100", "h100-sxm": "nvlink4-h100", "h200-sxm": "nvlink4-h100",
+            "b200": "nvlink5-b200"}      # the NVLink (NVSwitch from A100 on) of an SXM board's server
 
 
 def table(frame: pd.DataFrame) -> pd.DataFrame:
@@ -146,10 +149,16 @@ def error_words(comm_model: str) -> tuple[str, str]:
             f"than {e['p90_points']:.1f} ({e['rows']} rows; {e['basis']}).")
 
 
-def _controls(tab, db) -> dict:
+def default_link(dev, names: list[str]) -> int:
+    """The link a device's GPUs have in their usual server: NVLink / NVSwitch for SXM boards, else PCIe 3.0."""
+    want = SXM_LINK.get(dev.id, "pcie3-x16")
+    return names.index(want) if want in names else 0
+
+
+def _controls(tab, db, dev) -> dict:
     names = list(db.interconnects)
     a, b, c, d = tab.columns(4)
-    link = a.selectbox("Interconnect in a node", names, key="scaling_link",
+    link = a.selectbox("Interconnect in a node", names, index=default_link(dev, names), key="scaling_link",
                        format_func=lambda i: db.interconnects[i].name)
     comm = b.segmented_control("Model", list(COMM_MODELS), format_func=COMM_NAMES.get, default=COMM_MODELS[0],
                                required=True, key="scaling_comm_model",
@@ -185,7 +194,7 @@ def _controls(tab, db) -> dict:
 
 def show_tab(tab, report, dev, db, time_settings: dict, name: str) -> None:
     """The tab's controls, its sentence and typical error, the two charts, the table and how it is computed."""
-    c = _controls(tab, db)
+    c = _controls(tab, db, dev)
     try:
         frame = scaling_frame(report, dev, c["link"], c["node_link"], {**time_settings, **c["settings"]},
                               mode=c["mode"], gpus_per_node=c["gpus_per_node"])
