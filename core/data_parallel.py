@@ -8,8 +8,9 @@ One all-reduce of S bytes over K GPUs in a ring: 2(K−1)/K · S / B + 2(K−1)�
 the link (``Interconnect.allreduce_bandwidth``, nccl-tests' busbw; else the datasheet rate × ``bus_share``), α its
 latency per hop. Over several nodes, hierarchically: a ring inside each node, then a ring between the nodes at
 their network rate (``nics`` × ``node_link``). Each step also waits for its slowest worker (``jitter`` ·
-√(2 ln K) of the compute, the expected maximum of K equal step times) plus a fixed ``sync_s``. With real data
-(``input_pipeline`` cpu or dali) a step lasts at least the time the node's ``cpu_cores`` take to decode its images.
+√(2 ln K) of the compute, the expected maximum of K equal step times, per input pipeline) plus a fixed ``sync_s``.
+Decoding on the CPU (``input_pipeline="cpu"``), a step lasts at least the time the node's ``cpu_cores`` take to
+decode its images; DALI decodes on the GPUs.
 
 ``comm_model="paleo"`` keeps PALEO's term: the whole all-reduce after the backward at the link's datasheet rate, in
 the gradients' storage bytes. Fitted figures: ``dp_params.json`` (``benchmarks/fit_multigpu.py``).
@@ -88,7 +89,7 @@ class DataParallel:
         _positive_int(self.nics, "nics", 64)
         if self.cpu_cores is not None:
             _positive_int(self.cpu_cores, "cpu_cores", 100_000)
-        if self.input_pipeline != "synthetic" and self.cpu_cores is None:
+        if self.input_pipeline == "cpu" and self.cpu_cores is None:
             raise CalcError(f"a {self.input_pipeline} input pipeline needs the host's CPU cores per node",
                             field="cpu_cores", value=None)
         if self.workers % self.nodes:
