@@ -7,8 +7,9 @@ exposed. The bytes are the dtype DDP reduces: the parameters' (fp32 under autoca
 One all-reduce of S bytes over K GPUs in a ring: 2(K−1)/K · S / B + 2(K−1)·α, B the bus bandwidth NCCL reaches on
 the link (``Interconnect.allreduce_bandwidth``, nccl-tests' busbw; else the datasheet rate × ``bus_share``), α its
 latency per hop. Over several nodes, hierarchically: a ring inside each node, then a ring between the nodes at
-their network rate (``nics`` × ``node_link``). Each step also waits for its slowest worker (``jitter`` ·
-√(2 ln K) of the compute, the expected maximum of K equal step times, per input pipeline) plus a fixed ``sync_s``.
+their network rate (``nics`` × ``node_link``). Each step also waits for its slowest worker: ``jitter`` · √(2 ln K)
+of the host's time issuing the step's kernels (the expected maximum of K equal, noisy host times; per input
+pipeline), plus a fixed ``sync_s``.
 Decoding on the CPU (``input_pipeline="cpu"``), a step lasts at least the time the node's ``cpu_cores`` take to
 decode its images; DALI decodes on the GPUs.
 
@@ -158,7 +159,7 @@ class DataParallelStep:
             out.append("all-reduce after the backward (PALEO, datasheet rate)")
         elif self.workers > 1:
             out += [f"all-reduce of {len(self.buckets)} DDP buckets overlapping the backward ({self.bandwidth_from})",
-                    "synchronisation with the slowest worker"]
+                    "synchronisation with the slowest worker (the host's jitter)"]
         if self.reads_data:
             out.append("input pipeline (host decode)")
         return tuple(out)
@@ -227,9 +228,10 @@ def buckets(layers: Sequence[tuple[str, float, int]], elem_bytes: int, bucket_mb
 
 
 def ddp_step(layers: Sequence[tuple[str, float, int]], compute_s: float, batch: int, dp: DataParallel,
-             precision: Precision, params: dict | None = None) -> DataParallelStep:
+             precision: Precision, params: dict | None = None, host_s: float = 0.0) -> DataParallelStep:
     """What DDP adds to one worker's step of ``compute_s`` seconds (forward, backward, update): ``layers`` as in
-    ``buckets``; ``params``: figures other than ``dp_params()``'s (a fit tries them)."""
+    ``buckets``; ``host_s``: the seconds the host spends issuing the step's kernels (``Estimate.host_s``);
+    ``params``: figures other than ``dp_params()``'s (a fit tries them)."""
     p = params or dp_params()
     nbytes = reduce_bytes(dp, precision)
     backward_s = sum(s for _, s, _ in layers)
@@ -244,7 +246,7 @@ def ddp_step(layers: Sequence[tuple[str, float, int]], compute_s: float, batch: 
             made.append(Bucket(size, (first, last), ready, start, end))
     exposed = max(0.0, end - backward_s) if made else 0.0
     # the all-reduce is where workers wait for each other: no gradients, no exchange and no waiting
-    sync = p["sync_s"] + p["jitter"][dp.input_pipeline] * sqrt(2 * log(dp.workers)) * compute_s if made else 0.0
+    sync = p["sync_s"] + p["jitter"][dp.input_pipeline] * sqrt(2 * log(dp.workers)) * host_s if made else 0.0
     bw = achieved(dp.link, dp.ppp_comm, p)[0].bandwidth if dp.link else 0.0
     return DataParallelStep("ddp", dp.workers, dp.nodes, nbytes, sum(b.nbytes for b in made), bw, why, total,
                             exposed, sync, input_wait_s(dp, batch, compute_s + exposed + sync, p),

@@ -40,6 +40,7 @@ from .terms import (
     PassTime,
     Work,
     combine,
+    limited_by_rows,
     limiting_term,
     non_finite,
     pass_efficiency,
@@ -362,7 +363,20 @@ class Estimate:
             return paleo_step(self.report.compiled.trainable, compute, n, dp, self.precision)
         layers = [(lt.name, lt.backward.total_s, lw.node.params.trainable)
                   for lt, lw in zip(self.layer_times, self.work.layers)]
-        return ddp_step(layers, compute, n, dp, self.precision)
+        return ddp_step(layers, compute, n, dp, self.precision, host_s=self.host_s)
+
+    @cached_property
+    def host_s(self) -> float:
+        """Seconds the host spends issuing a training step's kernels: the per-call overhead of the step's forward
+        and backward, from the fitted GPU model on a GPU it covers (whatever this estimate's variant), else this
+        estimate's own (a calibrated CPU's; 0 under PALEO on a datasheet device)."""
+        src = self
+        if self.variant != "predicted" and self.device.kind == "GPU":
+            try:
+                src = Estimate(self.report, self.device, variant="predicted", fused=self.fused, launch=self.launch)
+            except CalcError:
+                pass
+        return src.train_forward.overhead_s + src.backward.overhead_s
 
     @property
     def communication_s(self) -> float:
@@ -519,26 +533,12 @@ class Estimate:
         up to its time; under PALEO's sum they say which term each layer is mostly."""
         if self._predicted is not None:
             return self._predicted.limited_by()
-        out = self._limited_by(self.layer_times)
+        out = limited_by_rows(self.layer_times)
         if self.variant == "predicted":         # a training step's forward, each layer to its limiting term
             acc = dict.fromkeys(("compute", "memory", "overhead", "none"), 0.0)
             for t in (t for kernels in self._train_forward_kernels() for t in kernels):
                 acc[limiting_term(t)] += t.total_s
             out = {"forward": out["forward"], "train_forward": acc, "backward": out["backward"]}
-        return out
-
-    @staticmethod
-    def _limited_by(layer_times: tuple[LayerTime, ...]) -> dict:
-        """``limited_by`` from layer rows (the reference path)."""
-        out = {}
-        for which in ("forward", "backward"):
-            acc = dict.fromkeys(("compute", "memory", "overhead", "none"), 0.0)
-            for lt in layer_times:       # each kernel of a layer to its own limiting term
-                kernels = (lt.backward_kernels if which == "backward" else lt.forward_kernels) or \
-                    (getattr(lt, which),)
-                for t in kernels:
-                    acc[limiting_term(t)] += t.total_s
-            out[which] = acc
         return out
 
     @property

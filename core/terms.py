@@ -187,6 +187,20 @@ def limiting_term(t: PassTime) -> str:
     return "none" if c + m <= 0 else "compute" if c >= m else "memory"
 
 
+def limited_by_rows(layer_times: tuple[LayerTime, ...]) -> dict:
+    """Per pass, the seconds of the layers each term limits, from layer rows: each kernel of a layer to its own
+    limiting term (``Estimate.limited_by``'s reference path)."""
+    out = {}
+    for which in ("forward", "backward"):
+        acc = dict.fromkeys(("compute", "memory", "overhead", "none"), 0.0)
+        for lt in layer_times:
+            kernels = (lt.backward_kernels if which == "backward" else lt.forward_kernels) or (getattr(lt, which),)
+            for t in kernels:
+                acc[limiting_term(t)] += t.total_s
+        out[which] = acc
+    return out
+
+
 def non_finite(e: Any, term: str, w: Work) -> None:
     """Raise the error for a time of estimate ``e`` that is not a finite number, naming the device field (or the
     work) behind it. Devices from the database cannot get here (their numbers have physical bounds); a Device made

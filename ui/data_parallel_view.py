@@ -222,7 +222,8 @@ def show_tab(tab, report, dev, db, time_settings: dict, name: str) -> None:
     how("DDP (PyTorch's DistributedDataParallel over NCCL) groups the gradients into buckets (the first 1 MiB, then "
         "25 MiB) and all-reduces each as soon as the backward has made it, overlapping the rest of the backward; "
         "only what is still running after the backward's last layer (exposed) adds to the step, with the wait for "
-        "the slowest GPU (synchronisation) and, with real data, the host's decoding beyond the GPU's step (input "
-        "wait). PALEO instead adds the whole all-reduce after the backward, at the link's datasheet rate."
+        "the slowest GPU (synchronisation: grows with √(2 ln GPUs) and with the host's time issuing the step's "
+        "kernels) and, with the DataLoader decoding on the CPU, its time beyond the GPU's step (input wait). "
+        "PALEO instead adds the whole all-reduce after the backward, at the link's datasheet rate."
         + nodes + " Efficiency = speed-up ÷ GPUs; the marked share is (exposed + synchronisation) ÷ step.",
         container=tab)
