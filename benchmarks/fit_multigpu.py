@@ -101,17 +101,25 @@ class Case:
         return (self.compute_s + one.communication_s + one.input_wait_s) / \
             (self.compute_s + many.communication_s + many.input_wait_s)
 
-    def predicted(self, params: dict) -> float:
-        """``core_efficiency`` in closed form, the exposed all-reduce cached per bus share: a step is the slower
-        of the GPUs' (compute + exposed + synchronisation) and the host's decoding."""
+    def step_s(self, params: dict) -> float:
+        """One step on N GPUs in closed form (the exposed all-reduce cached per bus share): the slower of the GPUs'
+        (compute + exposed + synchronisation) and the host's decoding."""
         b = params["bus_share"]
         if b not in self.exposed:
             self.exposed[b] = ddp_step(self.layers, self.compute_s, self.batch, self.dp, self.precision,
                                        {**params, "sync_s": 0.0}).exposed_s
         k = self.dp.workers
         sync = params["sync_s"] + params["jitter"][self.dp.input_pipeline] * sqrt(2 * log(k)) * self.host_s
-        one = max(self.compute_s, decode_s(self.dp1, self.batch, params))
-        return one / max(self.compute_s + self.exposed[b] + sync, decode_s(self.dp, self.batch, params))
+        return max(self.compute_s + self.exposed[b] + sync, decode_s(self.dp, self.batch, params))
+
+    def predicted(self, params: dict) -> float:
+        """``core_efficiency`` in closed form."""
+        return max(self.compute_s, decode_s(self.dp1, self.batch, params)) / self.step_s(params)
+
+    def throughput_error(self, params: dict | None) -> float:
+        """Predicted ÷ published images/s at N GPUs − 1, in %: the DDP model's with ``params``, else today's."""
+        step = self.step_s(params) if params else self.compute_s / self.baseline
+        return 100 * (self.dp.workers * self.batch / step / float(self.row["images_per_s"]) - 1)
 
 
 def _model(name: str) -> str:
@@ -263,6 +271,7 @@ def with_published_one_gpu(cases: list[Case]) -> list[Case]:
 def report(cases: list[Case], skipped: list[str], base: dict) -> tuple[list[str], dict, dict]:
     """The Markdown docs/benchmarks.md keeps, the figures fitted on every row and the held-out summary."""
     ho, per_source = held_out(cases, base)
+    by_source = {c.row["source_id"]: per_source[c.row["source_id"]] for c in cases}
     final = fit(cases, base)
     ins = errors(cases, final)
     baseline = [100 * (c.baseline - c.measured) for c in cases]
@@ -274,6 +283,13 @@ def report(cases: list[Case], skipped: list[str], base: dict) -> tuple[list[str]
     for label, e in (("today's (PALEO's all-reduce after the backward, datasheet rate)", baseline),
                      ("DDP, held out by source", ho), ("DDP, fitted on every row", ins),
                      ("DDP held out by source, each worker's compute = the published 1-GPU step", ho_cal)):
+        s = summary(e)
+        out.append(f"| {label} | {s['rows']} | {s['median_points']:.1f} | {s['p90_points']:.1f} | "
+                   f"{s['signed_median_points']:+.1f} |")
+    out += ["", "Images/s at N GPUs, predicted ÷ published − 1, in % (the single-GPU model's error included):", "",
+            "| model | rows | median |error| | p90 | signed median |", "| --- | --- | --- | --- | --- |"]
+    for label, e in (("today's", [c.throughput_error(None) for c in cases]),
+                     ("DDP, held out by source", [c.throughput_error(by_source[c.row["source_id"]]) for c in cases])):
         s = summary(e)
         out.append(f"| {label} | {s['rows']} | {s['median_points']:.1f} | {s['p90_points']:.1f} | "
                    f"{s['signed_median_points']:+.1f} |")
