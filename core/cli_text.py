@@ -3,7 +3,7 @@ calibrated device's quality line."""
 
 from __future__ import annotations
 
-from .cpu_threads import threads_hint
+from .cpu_threads import SELF_CHECK_SAVE, threads_hint
 from .data_parallel import achieved, typical_error
 from .report import CONVENTION, Report
 from .units import format_bytes
@@ -114,6 +114,12 @@ def _model_line(est) -> str:
     return f"Time model:     {est.variant}, PPP {ppp}{why}"
 
 
+def emulated_note(est) -> str | None:
+    """A calibrated CPU's note that the estimate's precision is emulated (no instructions for it), else None."""
+    note = (est.device.compute_notes or {}).get(est.precision.compute, "")
+    return note.split(";")[0] if note.startswith("emulated") else None
+
+
 def calibration_line(device) -> str | None:
     """A calibrated device's quality, one line: the thread count its times are for and how well it predicted the
     held-out networks of its self-check (``calibration``, core.bridge.calibrate); None for datasheet figures."""
@@ -124,10 +130,15 @@ def calibration_line(device) -> str | None:
     parts = [f"calibrated at {threads} torch thread(s)" if threads else "calibrated"]
     if cal.get("date"):
         parts[0] += f" on {cal['date'][:10]}"
+    host = cal.get("host") or {}
+    if host.get("cpu"):
+        parts[0] += f" on {host['cpu']}" + (f" ({host['cpu_capability']})" if host.get("cpu_capability") else "")
     if "held_out_error" in cal:
         n = len(cal.get("held_out") or {})
-        parts.append(f"predicts held-out networks within {cal['held_out_error'] * 100:.0f} %"
-                     + (f" (median of {n})" if n else ""))
+        parts.append(f"calibration self-check: ±{cal['held_out_error'] * 100:.0f} %"
+                     + (f" (median of {n} held-out network{'s' * (n != 1)})" if n else "")
+                     + (f", above {SELF_CHECK_SAVE * 100:.0f} %: treat its times as rough"
+                        if cal["held_out_error"] > SELF_CHECK_SAVE else ""))
     hint = threads_hint(cal, device.parallel_grain) if device.kind == "CPU" else None
     if hint:
         parts.append(hint)
@@ -247,6 +258,7 @@ def format_estimate(est, explain: bool = False) -> str:
            *data_parallel_lines(est, explain),
            *model,
            *([f"Calibration:    {cal}"] if cal else []),
+           *([f"Precision:      {est.report.dtype} is {emulated_note(est)}"] if emulated_note(est) else []),
            f"Peak {_si(est.peak, 'FLOP/s')}, bandwidth {_si(est.bandwidth, 'B/s')}, "
            f"ridge {r['ridge_flop_per_byte']:,.2f} FLOP/byte" + bound_note,
            f"Roofline:       intensity {_intensity(r['arithmetic_intensity'])} FLOP/byte → {_bound(r['bound'])}, "

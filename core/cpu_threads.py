@@ -1,5 +1,5 @@
-"""A calibrated CPU's thread count, how much slower a layer too small to split runs than the rates say, and the
-hint to calibrate again for a multi-thread calibration made before the parallel grain."""
+"""A calibrated CPU's thread count, how much slower a layer too small to split runs than the rates say, the hint to
+calibrate again for a multi-thread calibration made before the parallel grain, and the self-check's limits."""
 
 from __future__ import annotations
 
@@ -27,6 +27,10 @@ def small_layer_factor(work_s: float, threads: int | None, grain: float) -> floa
 
 
 THREADS_HINT_ABOVE = 0.2     # a multi-thread calibration's held-out error above which the hint is shown
+# a calibration's self-check (core.bridge.calibrate): median |error| on its held-out networks at or under
+# SELF_CHECK_SAVE saves quietly, up to SELF_CHECK_LIMIT saves with a warning every estimate carries; above, the
+# networks are timed once more, and still above it is refused
+SELF_CHECK_SAVE, SELF_CHECK_LIMIT = 0.15, 0.25
 
 
 def threads_hint(calibration: dict | None, grain: float | None = None) -> str | None:

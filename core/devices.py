@@ -194,15 +194,15 @@ DEVICE_FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec("calibration", dict, "a calibrated device's quality: torch threads it was measured at, the median "
               "|error| predicting held-out networks (fraction) and each one's signed error, the largest spread "
               "(interquartile range ÷ median of runs) kept and of what, whether it was kept although noisy "
-              "(--force) and why, when", default={}, rule={"additionalProperties": False, "properties": {
+              "(--force) and why, when, on what host (CPU, ISA, torch, oneDNN, MKL)", default={},
+              rule={"additionalProperties": False, "properties": {
                   "threads": {"type": "integer", "minimum": 1, "maximum": 4096},
                   "held_out_error": {"type": "number", "minimum": 0},
                   "held_out": {"type": "object", "additionalProperties": {"type": "number", "minimum": -1}},
                   "spread": {"type": "number", "minimum": 0},
                   "spread_of": {"type": "string"},
-                  "noisy": {"type": "boolean"},
-                  "unsteady": {"type": "string"},
-                  "date": {"type": "string"}}}),
+                  "noisy": {"type": "boolean"}, "unsteady": {"type": "string"}, "date": {"type": "string"},
+                  "host": {"type": "object", "additionalProperties": {"type": "string"}}}}),
     _USER,
 )
 INTERCONNECT_FIELDS: tuple[FieldSpec, ...] = (

@@ -310,9 +310,10 @@ def test_threads_default_to_the_count_local_was_calibrated_at_and_a_clash_is_war
     assert "Timing, calibration and the runs below use 2 torch thread(s), the count 'local' was calibrated at; " \
            "every result records its count." in captions
     # 0.36 → 36 %; three held-out networks
-    assert "'local' now: calibrated at 2 torch thread(s) on 2026-05-01; predicts held-out networks within 36 % " \
-           "(median of 3); this calibration at 2 threads predates the parallel grain, so small layers are predicted " \
-           "too fast: calibrate again (python -m core calibrate)." in captions
+    assert "'local' now: calibrated at 2 torch thread(s) on 2026-05-01; calibration self-check: ±36 % " \
+           "(median of 3 held-out networks), above 15 %: treat its times as rough; this calibration at 2 threads " \
+           "predates the parallel grain, so small layers are predicted too fast: calibrate again " \
+           "(python -m core calibrate)." in captions
     assert not at.warning
     at.selectbox(key="bench_threads").set_value(1).run()
     assert [w.value for w in at.warning] == [
@@ -339,7 +340,7 @@ def test_a_timing_says_its_threads_and_whether_local_predicts_them(calibrated_lo
     assert not at.exception
     summary = next(c for c in at.caption if c.value.startswith("mnist_cnn at batch 1"))
     # the calibration's quality is behind the caption's help icon
-    assert f"on cpu, {threads} thread(s)" in summary.value and "predicts held-out networks within 36 %" in \
+    assert f"on cpu, {threads} thread(s)" in summary.value and "calibration self-check: ±36 %" in \
         summary.proto.help
     warned = [w.value for w in at.warning if w.value.startswith("Not comparable")]
     assert warned == (["Not comparable: This machine (test) was calibrated at 2 torch thread(s) but this run "

@@ -24,6 +24,7 @@ from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 
+import core
 from core.bridge import calibrate as cal
 from core.bridge import cli_ext
 from core.bridge.calibrate import _calibrate, save_local
@@ -144,13 +145,15 @@ _PROBE = Device(id="p", name="p", vendor="-", kind="CPU", year=2000, peak_flops=
 class Fake:
     """Injected timings: ``noisy``: classes whose suite runs NOISY (for the first ``noisy_for`` measurements of each
     suite layer; None: always); ``overhead``: class → its tiny layer's steady per-call time; ``eff``: the true
-    efficiencies; ``held_out_factor``: measured held-out time ÷ the true device's prediction."""
+    efficiencies; ``held_out_factor``: measured held-out time ÷ the true device's prediction (a tuple: one factor per
+    self-check, the last repeated)."""
 
     noisy: tuple = ()
     noisy_for: int | None = None
     overhead: dict = dataclasses.field(default_factory=dict)
     eff: dict = dataclasses.field(default_factory=lambda: dict(EFFICIENCY))
-    held_out_factor: float = 1.1
+    held_out_factor: float | tuple = 1.1
+    gemm_slower: dict = dataclasses.field(default_factory=dict)   # dtype → its matrix multiply's time ÷ fp32's
     parallel_grain: float | None = None   # the truth's: layers under it (one thread's work) run unsplit
     gpu: bool = False
     linux_cpu: bool = True
@@ -164,12 +167,13 @@ class Fake:
     def __post_init__(self):
         self.calls: dict = {}
         self.backward_calls: dict = {}
+        self.held_out_timed = 0
 
     def _runs(self, t: float, pattern=QUIET) -> list:
         return [t * f for f in pattern]
 
     def gemm(self, name, budget):
-        return {n: self._runs(2 * n ** 3 / PEAK) for n in (128, 256, 512)}
+        return {n: self._runs(2 * n ** 3 / PEAK * self.gemm_slower.get(name, 1.0)) for n in (128, 256, 512)}
 
     def bandwidth(self, budget):
         nbytes = 2 ** 20
@@ -217,7 +221,11 @@ class Fake:
         truth = _truth(eff=self.eff, parallel_grain=self.parallel_grain, threads=self.threads)
         t = Estimate(Report(compile_network(network), batch, "fp32"), truth).totals["forward_s"]
         held_out = network.name in {name for name, _ in HELD_OUT}     # the grain-fit networks are timed as they are
-        return self._runs(t * (self.held_out_factor if held_out else 1.0))
+        if not held_out:
+            return self._runs(t)
+        factors = self.held_out_factor if isinstance(self.held_out_factor, tuple) else (self.held_out_factor,)
+        self.held_out_timed += 1
+        return self._runs(t * factors[min((self.held_out_timed - 1) // len(HELD_OUT), len(factors) - 1)])
 
     def describe(self):
         return "Fake CPU, 2 cores", "Acme", "CPU", 8.0 * 2 ** 30
@@ -407,7 +415,7 @@ def test_an_absurd_overhead_is_re_measured_then_refused_naming_the_field_and_val
     spec = run(Fake(overhead={"pool": 4e-3}), force=True)
     assert spec["layer_overhead"]["pool"] == pytest.approx(4e-3)
     # kept: and the self-check, predicting with 4 ms per pool call, is off too
-    assert spec["calibration"]["unsteady"].startswith("layer_overhead.pool 4 ms; held-out error ")
+    assert spec["calibration"]["unsteady"].startswith("layer_overhead.pool 4 ms; self-check ±")
 
 
 def test_an_efficiency_above_one_is_refused_naming_the_field():
@@ -421,11 +429,47 @@ def test_an_efficiency_above_one_is_refused_naming_the_field():
     assert run(Fake(eff={**EFFICIENCY, "elementwise": 5.0}))["efficiency"]["elementwise"] == 1.0
 
 
-def test_a_bad_self_check_is_refused():
-    # measured 3 × the prediction: predicted / measured − 1 = 1/3 − 1 = −67 % on every held-out network
+def test_a_bad_self_check_is_timed_again_then_refused():
+    # measured 3 × the prediction: predicted / measured − 1 = 1/3 − 1 = −67 % on every held-out network, twice
+    fake = Fake(held_out_factor=3.0)
     with pytest.raises(Unsteady, match=r"^another process is using the CPU: the calibrated device predicts "
-                                       r"held-out networks \(mnist_cnn, squeezenet1_0, resnet18\) only within 67% "):
-        run(Fake(held_out_factor=3.0))
+                                       r"held-out networks \(mnist_cnn, squeezenet1_0, resnet18\) only within 67% "
+                                       r"\(median, timed twice; saved up to 25%\)"):
+        run(fake)
+    assert fake.held_out_timed == 2 * len(HELD_OUT)
+    # with --force it is saved, and what the device carries is what was printed: the second timing's 67 %
+    spec = run(Fake(held_out_factor=3.0), force=True)
+    assert spec["calibration"]["held_out_error"] == pytest.approx(2 / 3)
+    assert spec["calibration"]["noisy"] and "self-check ±67%" in spec["calibration"]["unsteady"]
+
+
+def test_a_self_check_disturbed_once_is_saved_from_its_second_timing():
+    # first timing 1.5 × the prediction (1/1.5 − 1 = −33 %, above 25 %): timed again at 1.1 × (1/1.1 − 1 = −9.1 %)
+    fake = Fake(held_out_factor=(1.5, 1.1))
+    spec = run(fake)
+    assert fake.held_out_timed == 2 * len(HELD_OUT)
+    assert spec["calibration"]["held_out_error"] == pytest.approx(1 - 1 / 1.1)       # 0.0909: the saved device's
+    assert not spec["calibration"]["noisy"]
+
+
+@pytest.mark.parametrize("factor, timed, warned", [
+    (1.1, 1, False),      # 1/1.1 − 1 = −9.1 %: saved quietly
+    (1.25, 1, True),      # 1/1.25 − 1 = −20 %: between 15 and 25 %, saved with a warning, not timed again
+    (0.8, 1, True),       # 1/0.8 − 1 = +25 %: at the limit, saved with a warning
+])
+def test_the_self_check_decides_by_its_median_error(factor, timed, warned):
+    fake = Fake(held_out_factor=factor)
+    spec = run(fake)
+    assert fake.held_out_timed == timed * len(HELD_OUT)
+    assert (spec["calibration"]["held_out_error"] > 0.15) == warned
+    assert "saved with a warning" in spec["note"] or not warned
+
+
+def test_self_check_verdicts():
+    from core.bridge.calibrate import self_check_verdict
+    assert [self_check_verdict(e) for e in (0.0, 0.15, 0.1501, 0.25, 0.2501)] == ["save", "save", "warn", "warn",
+                                                                                    "again"]
+    assert [self_check_verdict(e, again=True) for e in (0.1, 0.2, 0.26)] == ["save", "warn", "refuse"]
 
 
 # == the CLI ======================================================================================================
@@ -470,3 +514,57 @@ def test_the_cli_passes_force_and_prints_the_calibration_quality(monkeypatch):
         "predicts held-out networks within 12% (median): mnist_cnn -5%, squeezenet1_0 +12%, resnet18 +20%",
         "NOISY, kept with --force: conv layer timings 48%",
         "not saved (--no-save)"]
+
+
+# == what a calibration records of its host, and precisions it only emulates =====================================
+
+def test_a_precision_far_below_fp32_is_marked_emulated_and_estimates_in_it_say_so():
+    from core.cli_text import emulated_note, format_estimate
+    from core.devices import load_devices
+
+    # bf16's multiply 20 × slower than fp32's: its peak is 1/20 of fp32's, under the 1/10 that marks it emulated;
+    # fp64's 4 × slower (1/4) is a real, slower unit
+    spec = _calibrate(Fake(gemm_slower={"bf16": 20.0, "fp64": 4.0}), 1.0, None, ["fp32", "fp64", "bf16"], None,
+                      Gate())
+    assert spec["peak_flops"]["bf16"] == pytest.approx(PEAK / 20)
+    assert spec["compute_notes"]["bf16"].startswith("emulated on this CPU: its bf16 matrix multiply reaches 1/20 "
+                                                    "of fp32's rate")
+    assert not spec["compute_notes"]["fp64"].startswith("emulated")
+    db = load_devices(user_path=None).add({**spec, "user": True})
+    bf16 = core.estimate("mnist_cnn", "local", dtype="bf16", db=db)
+    assert emulated_note(bf16) == "emulated on this CPU: its bf16 matrix multiply reaches 1/20 of fp32's rate " \
+                                  "(no bf16 instructions used)"
+    assert "Precision:      bf16 is emulated on this CPU: its bf16 matrix multiply reaches 1/20 of fp32's rate " \
+           "(no bf16 instructions used)" in format_estimate(bf16).splitlines()
+    assert emulated_note(core.estimate("mnist_cnn", "local", db=db)) is None
+
+
+def test_the_host_is_recorded_and_said():
+    from core.cli_text import calibration_line
+    from core.devices import load_devices
+
+    class Hosted(Fake):
+        def host(self):
+            return {"cpu": "AMD EPYC 9654", "vendor": "AMD", "isa": "avx2 fma avx512f", "torch": "2.14.1",
+                    "cpu_capability": "AVX512", "onednn": "3.12.0", "mkl": "2024.2"}
+
+    spec = run(Hosted())
+    assert spec["calibration"]["host"]["isa"] == "avx2 fma avx512f"
+    dev = load_devices(user_path=None).add({**spec, "user": True}).device("local")
+    assert "on AMD EPYC 9654 (AVX512)" in calibration_line(dev)
+    assert run(Fake())["calibration"]["host"] == {}          # a machine that cannot say: nothing recorded
+
+
+def test_host_info_reads_torchs_build():
+    import types
+
+    from core.bridge.calibrate_suites import ISA_FLAGS, host_info
+
+    config = ("PyTorch built with:\n  - Intel(R) oneAPI Math Kernel Library Version 2024.2-Product Build\n"
+              "  - Intel(R) MKL-DNN v3.12.0 (Git Hash 80afa71)\n")
+    torch = types.SimpleNamespace(__version__="2.14.1", __config__=types.SimpleNamespace(show=lambda: config),
+                                  backends=types.SimpleNamespace(cpu=types.SimpleNamespace(
+                                      get_cpu_capability=lambda: "AVX2")))
+    info = host_info(torch)
+    assert [info[k] for k in ("torch", "cpu_capability", "onednn", "mkl")] == ["2.14.1", "AVX2", "3.12.0", "2024.2"]
+    assert set(info["isa"].split()) <= set(ISA_FLAGS) and info["cpu"]

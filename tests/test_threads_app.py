@@ -43,9 +43,10 @@ def test_the_estimates_caption_says_the_calibrations_threads_and_quality(calibra
     text = _caption("local")
     assert text.startswith("mnist_cnn on This machine (test), batch 1, fp32, ")
     # 0.36 → 36 %; three held-out networks; the times hold at 2 threads
-    assert text.endswith("**Calibrated at 2 torch thread(s) on 2026-05-01; predicts held-out networks within 36 % "
-                         "(median of 3); this calibration at 2 threads predates the parallel grain, so small layers "
-                         "are predicted too fast: calibrate again (python -m core calibrate).** These times are for 2 "
+    assert text.endswith("**Calibrated at 2 torch thread(s) on 2026-05-01; calibration self-check: ±36 % "
+                         "(median of 3 held-out networks), above 15 %: treat its times as rough; this calibration "
+                         "at 2 threads predates the parallel grain, so small layers are predicted too fast: calibrate "
+                         "again (python -m core calibrate).** These times are for 2 "
                          "torch thread(s) only.")
 
 

@@ -18,7 +18,7 @@ fitted the same way, with ``update_overhead`` per parameter tensor of an optimiz
 ``parallel_grain`` g: a layer's time is max(w, min(threads × w, g)), w its work at the calibrated threads' rates.
 A quantity whose runs spread above ``SPREAD_LIMIT``, or a figure out of its bounds, is re-measured, then refused
 (``Unsteady``) unless ``force``; ``calibration.held_out_error`` is the median |predicted ÷ measured − 1| on
-``HELD_OUT``, refused above ``HELD_OUT_LIMIT``.
+``HELD_OUT``: above ``SELF_CHECK_SAVE`` saved with a warning, above ``SELF_CHECK_LIMIT`` timed again, then refused.
 
 What is measured and how, the budget, the limits and the figures behind them: docs/cpu-calibration.md.
 """
@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..cpu_threads import SELF_CHECK_LIMIT, SELF_CHECK_SAVE
 from ..devices import PRECISION_KEYS
 from ..errors import CalcError, Cancelled
 from .calibrate_fit import _efficiencies, _every_class, _fit_grain, _layer_flops
@@ -51,7 +52,7 @@ from .noise_gate import Unsteady as Unsteady  # re-exported: the error calibrate
 CALIBRATION_DTYPES = tuple(k for k in PRECISION_KEYS if k in _MM_DTYPES)
 
 LOW_PERCENTILE = 0.10         # a fixed cost per call: the lowest decile of its runs
-HELD_OUT_LIMIT = 0.6          # median |error| on HELD_OUT above which it is refused (docs/cpu-calibration.md: why)
+EMULATED_BELOW = 10           # a bf16/fp16 peak under 1/10 of fp32's: the CPU has no instructions for it
 STAGES = {"gemm": 0.22, "bandwidth": 0.14, "layers": 0.26, "backward": 0.20, "grain": 0.08, "self_check": 0.10}
 
 
@@ -145,6 +146,11 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
                 peaks[d] = rate
                 compute_notes[d] = f"torch.mm best at n={n}: {_si(rate, 'FLOP/s')} (median run)"
         budget.finish(f"gemm_{d}", f"GEMM {d}: {_si(peaks[d], 'FLOP/s')}" if d in peaks else f"GEMM {d}: skipped")
+    for d in ("bf16", "fp16"):
+        if d in peaks and "fp32" in peaks and peaks[d] * EMULATED_BELOW < peaks["fp32"]:
+            compute_notes[d] = (f"emulated on this CPU: its {d} matrix multiply reaches "
+                                f"1/{peaks['fp32'] / peaks[d]:.0f} of fp32's rate (no {d} instructions used); "
+                                + compute_notes[d])
 
     share = budget.share("bandwidth")
     def stream():
@@ -333,18 +339,26 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
                      f"mean |log error| {fit_err:.0%})")
     else:
         budget.finish("grain", "parallel grain: one thread, nothing to split")
-    held = _self_check(machine, spec, gate, budget.share("self_check"))
+    share = budget.share("self_check")
+    held = _self_check(machine, spec, gate, share)
     err = statistics.median(abs(v) for v in held.values())
-    if err > HELD_OUT_LIMIT:
+    verdict = self_check_verdict(err)
+    if verdict == "again":      # timed once more: a disturbed timing, or a device that predicts this badly
+        held = _self_check(machine, spec, gate, share)
+        err = statistics.median(abs(v) for v in held.values())
+        verdict = self_check_verdict(err, again=True)
+    if verdict == "refuse":
         gate.refuse(f"the calibrated device predicts held-out networks ({', '.join(held)}) only within {err:.0%} "
-                    f"(median; a steady machine gives under {HELD_OUT_LIMIT:.0%})", f"held-out error {err:.0%}")
-    budget.finish("self_check", f"predicts held-out networks within {err:.0%} (median)")
+                    f"(median, timed twice; saved up to {SELF_CHECK_LIMIT:.0%})", f"self-check ±{err:.0%}")
+    budget.finish("self_check", f"self-check: predicts held-out networks within {err:.0%} (median)"
+                  + (f", above {SELF_CHECK_SAVE:.0%}: saved with a warning" if err > SELF_CHECK_SAVE else ""))
     took = time.perf_counter() - budget.start
 
     worst, worst_spread = gate.worst
     spec["calibration"] = {"threads": machine.threads, "held_out_error": err, "held_out": held,
                            "spread": worst_spread, "spread_of": worst, "noisy": bool(gate.noisy),
-                           "date": _dt.datetime.now().isoformat(timespec="seconds")}
+                           "date": _dt.datetime.now().isoformat(timespec="seconds"),
+                           "host": getattr(machine, "host", dict)()}
     if gate.noisy:
         spec["calibration"]["unsteady"] = "; ".join(gate.noisy)
     notes.append(f"{'GPU' if machine.gpu else f'{machine.threads} torch thread(s)'}, budget {seconds:g} s "
@@ -354,7 +368,8 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
     if gate.noisy:
         notes.append("NOISY (kept with force): " + "; ".join(gate.noisy))
     notes.append(f"steadiest spread kept per quantity at most {worst_spread:.0%} ({worst}); predicts held-out "
-                 f"networks within {err:.0%} (median; " + ", ".join(f"{k} {v:+.0%}" for k, v in held.items()) + ")")
+                 f"networks within {err:.0%} (median; " + ", ".join(f"{k} {v:+.0%}" for k, v in held.items()) + ")"
+                 + (f", above {SELF_CHECK_SAVE:.0%}: saved with a warning" if err > SELF_CHECK_SAVE else ""))
 
     def detail(cls, v):
         rows = [f"{n} {e:.3g} ({r:.3g})" + (" left out" if n in v[5] else "") for n, (e, r) in v[2].items()]
@@ -378,6 +393,17 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
         notes.append("not measured: " + ", ".join(skipped))
     spec["note"] = "; ".join(notes)
     return spec
+
+
+def self_check_verdict(err: float, again: bool = False) -> str:
+    """What a self-check's median |error| ``err`` decides: "save" (≤ ``SELF_CHECK_SAVE``), "warn" (saved, every
+    estimate carrying it, ≤ ``SELF_CHECK_LIMIT``), above: "again" (time the held-out networks once more) or, when
+    it was ``again`` already, "refuse" (saved only with --force, marked noisy)."""
+    if err <= SELF_CHECK_SAVE:
+        return "save"
+    if err <= SELF_CHECK_LIMIT:
+        return "warn"
+    return "refuse" if again else "again"
 
 
 def _self_check(machine, spec: dict, gate: Gate, budget: float) -> dict:

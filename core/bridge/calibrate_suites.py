@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import statistics
 import time
 from typing import Any
@@ -319,6 +320,9 @@ class _TorchMachine:
             times, _ = _bench(lambda: module(x), self.clock, budget, self.cancel, warmup=2, min_runs=7)
         return times
 
+    def host(self) -> dict:
+        return host_info(self.torch)
+
     def describe(self) -> tuple[str, str, str, float | None]:
         """(name, vendor, kind, memory capacity in bytes or None)."""
         torch, dev = self.torch, self.dev
@@ -357,6 +361,31 @@ def _cpu_name() -> tuple[str, str]:
     vendor = {"GenuineIntel": "Intel", "AuthenticAMD": "AMD"}.get(vendor, vendor)
     model = model or platform.processor() or platform.machine() or "CPU"
     return model, vendor or platform.machine() or "unknown"
+
+
+# the x86 extensions torch's CPU kernels (ATen's dispatch, oneDNN, MKL) choose between
+ISA_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "avx512_fp16", "avx_vnni", "amx_tile",
+             "amx_bf16")
+
+
+def host_info(torch) -> dict:
+    """What a calibration ran on, so that results on different hosts can be told apart: the CPU model and vendor,
+    the ISA extensions of ``ISA_FLAGS`` it has, torch's version and the CPU capability its kernels use, and the
+    oneDNN and MKL versions it was built with ("" where not found)."""
+    model, vendor = _cpu_name()
+    flags: set = set()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            flags = next((set(line.split(":", 1)[1].split()) for line in f if line.startswith("flags")), set())
+    except OSError:
+        pass
+    config = torch.__config__.show()
+    onednn = re.search(r"(?:oneDNN|MKL-DNN) v?([\d.]+)", config)
+    mkl = re.search(r"Math Kernel Library Version ([\d.]+)", config)
+    capability = getattr(getattr(torch.backends, "cpu", None), "get_cpu_capability", lambda: "")()
+    return {"cpu": model, "vendor": vendor, "isa": " ".join(f for f in ISA_FLAGS if f in flags),
+            "torch": torch.__version__, "cpu_capability": capability, "onednn": onednn.group(1) if onednn else "",
+            "mkl": mkl.group(1) if mkl else ""}
 
 
 def _time_networks(machine, which, gate: Gate, what: str, budget: float) -> tuple[list, list]:
