@@ -200,7 +200,8 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
                 return [t for t, _ in runs], [median_row(net, b, *r) for (net, b, _), r in zip(suite, runs)]
 
             old = timed.get(cls)
-            timed[cls] = [gate.measure(f"{cls} per-layer overhead timings", overhead, OVERHEAD_SPREAD_LIMIT)
+            timed[cls] = [gate.measure(f"{cls} per-layer overhead timings", overhead, OVERHEAD_SPREAD_LIMIT,
+                                       low=True)
                           if do_overhead else old[0],
                           *(gate.measure(f"{cls} layer timings", layers) if do_layers else old[1:])]
             return
@@ -224,7 +225,8 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
                     ([median_row(net, b, r[0], r[1]) for (net, b, _), r in zip(picked, runs)],
                      [median_row(net, b, r[2], r[3]) for (net, b, _), r in zip(picked, runs)]))
 
-        ov = (gate.measure(f"{cls} backward per-node overhead timings", back_overhead, OVERHEAD_SPREAD_LIMIT)
+        ov = (gate.measure(f"{cls} backward per-node overhead timings", back_overhead,
+                           OVERHEAD_SPREAD_LIMIT, low=True)
               if do_overhead
               else (timed_bwd[cls][0], timed_train[cls][0]))
         rows = (gate.measure(f"{cls} backward layer timings", back_layers) if do_layers

@@ -1,6 +1,8 @@
 """The noise gate of calibration: is a quantity's timing steady, and is a fitted figure within its sanity bounds?
 
-A quantity's spread is the median, over its benchmarks, of each benchmark's interquartile range ÷ median of its runs.
+A quantity's spread is the median, over its benchmarks, of each benchmark's interquartile range ÷ median of its runs;
+for a per-call overhead (whose figure is its runs' lowest decile) the spread of the runs' faster half, (median −
+lowest decile) ÷ median, since a quiet machine's µs calls have a long slow tail that says nothing of that figure.
 ``Gate.measure`` re-measures a quantity whose spread is above ``SPREAD_LIMIT`` (``OVERHEAD_SPREAD_LIMIT`` for the
 per-call overheads) at most ``RETRIES`` more times and keeps the steadiest attempt; still above, the calibration is
 refused (``Unsteady``, a ``CalcError`` naming the quantity and its spread), or with ``force`` the quantity is recorded
@@ -17,9 +19,9 @@ from typing import Any
 from ..errors import CalcError
 
 SPREAD_LIMIT = 0.25           # IQR ÷ median above which a quantity is unsteady (docs/cpu-calibration.md: why)
-# the per-call overheads (tiny layers, µs each; their figure is the lowest decile, not the median) spread more than
-# a layer's timings even on a quiet machine (docs/cpu-calibration.md, "Notes from the code")
-OVERHEAD_SPREAD_LIMIT = 0.35
+# the per-call overheads (tiny layers, µs each; their figure is the lowest decile, not the median): the limit on their
+# faster half's spread (``low_spread``; docs/cpu-calibration.md, "Notes from the code")
+OVERHEAD_SPREAD_LIMIT = 0.25
 RETRIES = 2                   # re-measurements of an unsteady quantity or an out-of-bounds figure
 OVERHEAD_MAX = 1e-3           # seconds per layer call: above is a measurement error
 EFFICIENCY_RANGE = (1e-4, 1.0)     # the upper bound for COMPUTE_BOUND classes only (docs/cpu-calibration.md: why)
@@ -52,9 +54,19 @@ def spread(samples) -> float:
     return (percentile(samples, 0.75) - percentile(samples, 0.25)) / med if med > 0 else 0.0
 
 
-def quantity_spread(series) -> float:
-    """A quantity's spread: the median over its benchmarks' spreads (one odd benchmark in a suite is not noise)."""
-    return statistics.median(spread(s) for s in series) if series else 0.0
+def low_spread(samples) -> float:
+    """(median − lowest decile) ÷ median of one benchmark's runs: how steady its faster half is (0 with fewer than 2
+    runs). low_spread([10, 10, 11, 11, 12, 30, 90]) = (11 − 10) / 11 = 0.091, where the IQR ÷ median is 1.64."""
+    if len(samples) < 2:
+        return 0.0
+    med = percentile(samples, 0.5)
+    return (med - percentile(samples, 0.1)) / med if med > 0 else 0.0
+
+
+def quantity_spread(series, low: bool = False) -> float:
+    """A quantity's spread: the median over its benchmarks' spreads (one odd benchmark in a suite is not noise);
+    ``low``: their faster halves' (``low_spread``)."""
+    return statistics.median((low_spread if low else spread)(s) for s in series) if series else 0.0
 
 
 class Gate:
@@ -70,15 +82,18 @@ class Gate:
         self.spreads: dict[str, float] = {}
         self.tries: dict[str, int] = {}
         self.noisy: list[str] = []
+        self.attempts: dict[str, list] = {}     # what → each attempt's (IQR spread, faster half's spread)
 
-    def measure(self, what: str, fn, limit: float | None = None):
-        """``limit``: this quantity's own spread limit (the per-call overheads'), else the gate's."""
-        limit = self.limit if limit is None else max(limit, self.limit)
+    def measure(self, what: str, fn, limit: float | None = None, low: bool = False):
+        """``limit``: this quantity's own spread limit, else the gate's; ``low``: judge its runs' faster half
+        (``low_spread``: a per-call overhead)."""
+        limit = self.limit if limit is None else limit
         best, tries = None, 0
         while tries <= self.retries:
             series, result = fn()
             tries += 1
-            s = quantity_spread(series)
+            self.attempts.setdefault(what, []).append((quantity_spread(series), quantity_spread(series, low=True)))
+            s = quantity_spread(series, low)
             if best is None or s < best[0]:
                 best = (s, result)
             if s <= limit:
@@ -86,8 +101,9 @@ class Gate:
         s, result = best
         self.spreads[what], self.tries[what] = s, tries
         if s > limit:
-            self.refuse(f"the {what} varied by {s:.0%} between runs (interquartile range ÷ median, "
-                        f"{tries} tries; steady is at most {limit:.0%})", f"{what} {s:.0%}")
+            how = "(median − lowest decile) ÷ median" if low else "interquartile range ÷ median"
+            self.refuse(f"the {what} varied by {s:.0%} between runs ({how}, {tries} tries; steady is at most "
+                        f"{limit:.0%})", f"{what} {s:.0%}")
         return result
 
     def refuse(self, reason: str, short: str, field: str | None = None, value: Any = None) -> None:
