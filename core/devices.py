@@ -111,7 +111,8 @@ EFFICIENCY_MIN = 1e-6               # a class of work at a millionth of the peak
 LATENCY_MAX = 10.0                  # seconds per message
 _PEAK = {"minimum": PEAK_RANGE[0], "maximum": PEAK_RANGE[1]}
 _BANDWIDTH = {"minimum": BANDWIDTH_RANGE[0], "maximum": BANDWIDTH_RANGE[1]}
-_PEAKS = _each(PRECISION_KEYS, {"type": "number", **_PEAK})
+_SECONDS = {"type": "number", "minimum": 0, "maximum": 1}      # a per-call cost: under a second
+_PEAKS, _RATE = _each(PRECISION_KEYS, {"type": "number", **_PEAK}), {"type": "number", **_BANDWIDTH}
 
 # GPU generations a device's ``architecture`` names (the GPU time model fits its parameters per generation), oldest
 # first per vendor; "fixed-function": a GPU before programmable shaders (GeForce 256). "ampere" is the GA10x chips
@@ -171,14 +172,12 @@ DEVICE_FIELDS: tuple[FieldSpec, ...] = (
               "(calibrated CPUs)", rule=_each(OP_CLASSES, {"type": "number", "minimum": EFFICIENCY_MIN, "maximum": 1}),
               default={}),
     FieldSpec("backward_overhead", dict, "class of work → seconds each layer's backward (autograd node) costs on "
-              "top of its work (calibrated CPUs)", rule=_each(OP_CLASSES, {"type": "number", "minimum": 0,
-                                                                           "maximum": 1}), default={}),
+              "top of its work (calibrated CPUs)", rule=_each(OP_CLASSES, _SECONDS), default={}),
     FieldSpec("train_efficiency", dict, "class of work → fraction of the peak a training step's forward reaches "
               "(train mode, autograd recording; calibrated CPUs)",
               rule=_each(OP_CLASSES, {"type": "number", "minimum": EFFICIENCY_MIN, "maximum": 1}), default={}),
     FieldSpec("train_overhead", dict, "class of work → seconds each layer call of a training step's forward costs on "
-              "top of its work (calibrated CPUs)", rule=_each(OP_CLASSES, {"type": "number", "minimum": 0,
-                                                                         "maximum": 1}), default={}),
+              "top of its work (calibrated CPUs)", rule=_each(OP_CLASSES, _SECONDS), default={}),
     FieldSpec("update_overhead", float, "seconds the optimizer step costs per parameter tensor on top of its bytes "
               "(calibrated CPUs: torch.optim's per-parameter loop)", rule={"minimum": 0, "maximum": 1}, default=None),
     FieldSpec("parallel_grain", float, "seconds of a layer's work at one thread below which a CPU calibrated at "
@@ -190,6 +189,8 @@ DEVICE_FIELDS: tuple[FieldSpec, ...] = (
               rule={**_POSITIVE, "maximum": CAPACITY_MAX}, default=None),
     FieldSpec("alloc_bandwidth", float, "rate of writes to pages the process has not touched yet (page faults), "
               "bytes/s", rule=_BANDWIDTH, default=None),
+    FieldSpec("weight_bandwidth", dict, "class of work → rate its layers' weights are read at, bytes/s (calibrated "
+              "CPUs: oneDNN reorders a conv's weights every call)", rule=_each(OP_CLASSES, _RATE), default={}),
     # how good a calibration is (core.bridge.calibrate): the app and an estimate can say so
     FieldSpec("calibration", dict, "a calibrated device's quality: torch threads it was measured at, the median "
               "|error| predicting held-out networks (fraction) and each one's signed error, the largest spread "
@@ -199,8 +200,7 @@ DEVICE_FIELDS: tuple[FieldSpec, ...] = (
                   "threads": {"type": "integer", "minimum": 1, "maximum": 4096},
                   "held_out_error": {"type": "number", "minimum": 0},
                   "held_out": {"type": "object", "additionalProperties": {"type": "number", "minimum": -1}},
-                  "spread": {"type": "number", "minimum": 0},
-                  "spread_of": {"type": "string"},
+                  "spread": {"type": "number", "minimum": 0}, "spread_of": {"type": "string"},
                   "noisy": {"type": "boolean"}, "unsteady": {"type": "string"}, "date": {"type": "string"},
                   "host": {"type": "object", "additionalProperties": {"type": "string"}}}}),
     _USER,

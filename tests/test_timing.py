@@ -485,8 +485,8 @@ def test_cli_time_defaults_to_the_calibrated_thread_count(to_module_available, l
     d = json.loads(capsys.readouterr().out)
     assert d["threads"] == 1 and d["threads_from"] == "the count 'local' was calibrated at"
     assert d["local"]["threads"] == 1 and d["local"]["mismatch"] is None
-    assert d["local"]["calibration"].startswith("calibrated at 1 torch thread(s) on 2026-05-01; predicts held-out "
-                                                "networks within 20 %")          # 0.2 → 20 %
+    assert d["local"]["calibration"].startswith("calibrated at 1 torch thread(s) on 2026-05-01; calibration "
+                                                "self-check: ±20 %")          # 0.2 → 20 %
     assert _cli(quick) == 0
     text = capsys.readouterr().out
     assert "on cpu, 1 thread(s) (the count 'local' was calibrated at)" in text and "NOT COMPARABLE" not in text

@@ -34,7 +34,7 @@ from typing import Any
 from ..cpu_threads import SELF_CHECK_LIMIT, SELF_CHECK_SAVE
 from ..devices import PRECISION_KEYS
 from ..errors import CalcError, Cancelled
-from .calibrate_fit import _efficiencies, _every_class, _fit_grain, _layer_flops
+from .calibrate_fit import _efficiencies, _every_class, _fit_grain, _layer_flops, _weight_bandwidths
 from .calibrate_suites import (
     _MM_DTYPES,
     BACKWARD_BOTH_BATCHES,
@@ -44,6 +44,7 @@ from .calibrate_suites import (
     _class_cases,
     _time_networks,
     _TorchMachine,
+    _weight_probes,
 )
 from .measuring import Progress, cancelled, cpu_threads, cuda_math, one_job, torch_device
 from .noise_gate import COMPUTE_BOUND, OVERHEAD_MAX, OVERHEAD_SPREAD_LIMIT, Gate, _out_of_bounds, _time, percentile
@@ -174,6 +175,7 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
 
     cases = _class_cases(machine.gpu)
     end = time.perf_counter() + budget.share("layers")
+    weight_bw: dict = {}        # class → the rate a CPU reads its large weights at (measured after the suites)
     timed: dict = {}
     timed_bwd: dict = {}
     timed_train: dict = {}
@@ -248,7 +250,7 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
                     peaks["fp32"] = rate
                     compute_notes["fp32"] = (f"{cls} layer {_si(rate, 'FLOP/s')}, faster than "
                                              f"torch.mm's {_si(gemm_fp32, 'FLOP/s')}")
-        return _efficiencies(timed, peaks["fp32"], bandwidth, fresh)
+        return _efficiencies(timed, peaks["fp32"], bandwidth, fresh, weight_bandwidth=weight_bw)
 
     def checked(fit, names: tuple) -> dict:
         """``fit()`` within the sanity bounds: re-measure a class out of them, then refuse naming the field. The
@@ -273,7 +275,19 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
         return eff
 
     eff = checked(fit, ("layer_overhead", "efficiency"))
-    budget.finish("layers", "efficiencies: " + ", ".join(f"{k} {v[0]:.2f}" for k, v in eff.items()))
+    if not machine.gpu:     # a CPU's large weights (oneDNN reorders a conv's every call): how fast they are read
+        probes, each = _weight_probes(), max(end - time.perf_counter(), budget.share("layers") * 0.1) / 2
+
+        def weights():
+            runs = {cls: machine.time_layer(net, b, attrs, each)[0] for cls, (net, b, attrs) in probes.items()}
+            return list(runs.values()), runs
+
+        weight_bw.update(_weight_bandwidths(probes, gate.measure("weight-reading timings", weights), eff,
+                                            peaks["fp32"], bandwidth))
+        if weight_bw:       # the suites' efficiencies again, their weights read at that rate as an estimate reads them
+            eff = checked(fit, ("layer_overhead", "efficiency"))
+    budget.finish("layers", "efficiencies: " + ", ".join(f"{k} {v[0]:.2f}" for k, v in eff.items())
+                  + "".join(f"; {k} weights read at {_si(v, 'B/s')}" for k, v in weight_bw.items()))
 
     bwd, train, update = None, None, None
     share = budget.share("backward")
@@ -284,9 +298,9 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
             runs = (len(cases[cls]) - 1 if cls in BACKWARD_BOTH_BATCHES else len(cases[cls]) // 2) + 2
             measure_class(cls, max(end - time.perf_counter(), 0.0) / (len(cases) - k) / runs,
                           ("backward_overhead", "backward_efficiency"))
-        bwd = checked(lambda: _efficiencies(timed_bwd, peaks["fp32"], bandwidth, fresh, backward=True),
-                      ("backward_overhead", "backward_efficiency"))
-        train = checked(lambda: _efficiencies(timed_train, peaks["fp32"], bandwidth, fresh),
+        bwd = checked(lambda: _efficiencies(timed_bwd, peaks["fp32"], bandwidth, fresh, backward=True,
+                                            weight_bandwidth=weight_bw), ("backward_overhead", "backward_efficiency"))
+        train = checked(lambda: _efficiencies(timed_train, peaks["fp32"], bandwidth, fresh, weight_bandwidth=weight_bw),
                         ("train_overhead", "train_efficiency"))
 
         def step():
@@ -323,6 +337,11 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
     }
     if fresh:
         spec["alloc_threshold"], spec["alloc_bandwidth"] = fresh
+    if weight_bw:
+        spec["weight_bandwidth"] = weight_bw
+        notes.append("weights read at " + ", ".join(f"{k} {_si(v, 'B/s')}" for k, v in weight_bw.items())
+                     + f" (a {'/'.join(weight_bw)} layer whose weights outgrow the caches, beyond its compute; the "
+                     f"bandwidth is {_si(bandwidth, 'B/s')})")
     if bwd:
         spec["backward_efficiency"] = _every_class({k: v[0] for k, v in bwd.items()})
         spec["backward_overhead"] = _every_class({k: v[3] for k, v in bwd.items()})

@@ -39,10 +39,12 @@ def _every_class(measured: dict) -> dict:
 
 # == fitting ======================================================================================================
 
-def _backward_cost(network, batch: int, peak: float, bandwidth: float) -> tuple[float, float, float]:
-    """(compute s, memory s, FLOPs) of a one-layer case's backward at fp32, at ``peak`` and ``bandwidth``, as
-    ``core.work`` counts the layer inside a network: the engine's backward FLOPs and bytes of the node with its
-    input gradient switched on where the timed input requires one (``_input_grad``)."""
+def _backward_cost(network, batch: int, peak: float, bandwidth: float,
+                   weight_rate: float | None = None) -> tuple[float, float, float]:
+    """(compute s, memory s, FLOPs) of a one-layer case's backward at fp32, at ``peak`` and ``bandwidth`` (its
+    weights at ``weight_rate`` where given), as ``core.work`` counts the layer inside a network: the engine's
+    backward FLOPs and bytes of the node with its input gradient switched on where the timed input requires one
+    (``_input_grad``)."""
     import dataclasses
 
     from ..graph import compile_network
@@ -52,11 +54,33 @@ def _backward_cost(network, batch: int, peak: float, bandwidth: float) -> tuple[
     node = dataclasses.replace(node, grad_in=(_input_grad(network),) * len(node.inputs), needs_grad=True)
     w = layer_work(node, False).backward
     flops = w.flops * batch
-    return flops / peak, ((w.act * 4 + w.xbytes) * batch + w.weights * 4) / bandwidth, flops
+    return flops / peak, (w.act * 4 + w.xbytes) * batch / bandwidth + w.weights * 4 / (weight_rate or bandwidth), flops
+
+
+WEIGHT_SLOWER = 0.9       # a class's weights read below this share of the bandwidth get a rate of their own
+
+
+def _weight_bandwidths(probes: dict, runs: dict, eff: dict, peak: float, bandwidth: float) -> dict:
+    """class → the rate its weights are read at (``weight_bandwidth``), from ``calibrate_suites._weight_probes``'
+    median runs: weight bytes W over what is left of the time t after compute at the class's efficiency, the other
+    bytes at the bandwidth and the per-call overhead, W ÷ (t − c / (peak · efficiency) − m_other − overhead). Only a
+    class that reads them below ``WEIGHT_SLOWER`` × the bandwidth gets one (elsewhere the bandwidth stands)."""
+    from ..graph import compile_network
+    from ..work import layer_work
+
+    out = {}
+    for cls, (network, batch, _) in probes.items():
+        w = layer_work(compile_network(network).nodes[0], False).forward
+        weights, other = w.weights * 4, (w.act * 4 + w.xbytes) * batch
+        left = (statistics.median(runs[cls]) - w.flops * batch / (peak * eff[cls][0]) - other / bandwidth
+                - eff[cls][3])
+        if left > 0 and weights / left < WEIGHT_SLOWER * bandwidth:
+            out[cls] = weights / left
+    return out
 
 
 def _efficiencies(timed: dict, peak: float, bandwidth: float, fresh: tuple | None = None,
-                  backward: bool = False) -> dict:
+                  backward: bool = False, weight_bandwidth: dict | None = None) -> dict:
     """op class → (efficiency, achieved FLOP/s ÷ peak, {layer: (efficiency, achieved ÷ peak)}, overhead s, raw
     efficiency, layers left out); ``timed``: op class → [(IR network, batch, seconds, fresh bytes)], the tiny layer
     first (its seconds are the class's overhead). See the module docstring. The suite after the tiny layer gives the
@@ -69,14 +93,16 @@ def _efficiencies(timed: dict, peak: float, bandwidth: float, fresh: tuple | Non
     its work (autograd's start and one node), subtracted instead of the per-node overhead. A layer whose efficiency
     is ``OUTLIER_FACTOR`` times below its class's median (clamped figures; compute classes only,
     ``OUTLIER_CLASSES``) is left out of the sums (a disturbed run of a large layer would decide the class) and named
-    in the sixth figure."""
+    in the sixth figure. ``weight_bandwidth``: the class's weights at their measured rate, as an estimate reads them.
+    """
     from ..devices import Device
     from ..graph import compile_network
     from ..paleo import Estimate
     from ..report import Report
 
     probe = Device(id="local", name="calibration", vendor="-", kind="CPU", year=2000, peak_flops={"fp32": peak},
-                   memory_bandwidth=bandwidth, source="-", efficiency={"conv": 1.0})
+                   memory_bandwidth=bandwidth, source="-", efficiency={"conv": 1.0},
+                   weight_bandwidth=dict(weight_bandwidth or {}))
     fault_rate = fresh[1] if fresh else None
     out = {}
     for cls, (tiny, *layers) in timed.items():
@@ -86,7 +112,7 @@ def _efficiencies(timed: dict, peak: float, bandwidth: float, fresh: tuple | Non
         rows = []
         for k, (network, batch, t, fresh_bytes) in enumerate(layers):
             if backward:
-                c, m, flops = _backward_cost(network, batch, peak, bandwidth)
+                c, m, flops = _backward_cost(network, batch, peak, bandwidth, probe.weight_bandwidth.get(cls))
             else:
                 tot = Estimate(Report(compile_network(network), batch, "fp32"), probe).totals
                 c, m, flops = tot["forward_compute_s"], tot["forward_memory_s"], tot["forward_flops"]

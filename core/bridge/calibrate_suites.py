@@ -160,6 +160,20 @@ def _class_cases(gpu: bool) -> dict:
                   for op, shape, batch, attrs in cases] for cls, cases in _case_specs(gpu).items()}
 
 
+def _weight_probes() -> dict:
+    """class → (IR network of one layer, batch, attrs) whose weights are most of its traffic and too large for a
+    cache: a ResNet's last-stage 3×3 conv (512 channels, 2×2, 9.4 MB of fp32 weights) and a classifier's 4096 × 4096
+    linear layer (67 MB), at batch 1. Their time beyond compute, activations and the per-call cost is how fast the
+    class reads its weights (``calibrate_fit._weight_bandwidths``)."""
+    from ..ir import Network, Node
+
+    cases = {"conv": ("conv2d", (512, 2, 2), dict(out_channels=512, kernel_size=3, stride=1, padding=1, groups=1,
+                                                  bias=False)),
+             "linear": ("linear", (4096,), dict(out_features=4096, bias=False))}
+    return {cls: (Network.make(op, {"x": shape}, [Node.make(op, op, "x", **attrs)]), 1, attrs)
+            for cls, (op, shape, attrs) in cases.items()}
+
+
 def _layer_module(nn, network, attrs):
     """The ``nn.Module`` of a one-layer case, called as a model's layers are."""
     node = network.nodes[0]
