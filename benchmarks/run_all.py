@@ -43,6 +43,7 @@ BENCHMARKS = {
     "memory": "bench_memory",        # predicted vs measured training-step memory (about 11 min)
     "load": "bench_load",            # classroom server mode: 30 concurrent sessions, latency and RSS (~2 min)
     "class": "bench_class",          # serve_class.sh: 1 vs 2 workers, a 60-student class, a worker killed (~7 min)
+    "gate": "bench_calibration_gate",   # calibrate() 10× quiet and 2× beside a busy neighbour: refusals (~10 min)
     "fuzz": "bench_fuzz",            # 50,000 fuzz cases against the typed-error promise, torch spot-check (~3 min)
     "gpu": "fit_gpu_model",          # GPU time model fitted to published timings: LOSO/LOGO errors (~4 min)
     "multigpu": "fit_multigpu",      # data-parallel scaling against published multi-GPU throughput (~30 s)

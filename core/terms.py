@@ -56,7 +56,7 @@ class Work:
     blocks: int = 0              # thread blocks of a one-block-per-channel kernel (predicted: the SMs it fills)
     cuda_core: bool = False      # a depthwise conv's backward on CUDA cores (predicted: gpu_model.cuda_core_backward)
     stem: bool = False           # a conv over ≤ 3 channels on CUDA cores (predicted: Estimate.stem_on_cuda_cores)
-    weight_bytes: float = 0.0    # of ``bytes``, the layer's weights (a calibrated CPU's ``weight_bandwidth``)
+    weight_bytes: float = 0.0    # of a forward's ``bytes``, the layer's weights (a calibrated CPU's weight_bandwidth)
 
 
 @dataclass(frozen=True)

@@ -39,12 +39,12 @@ def _every_class(measured: dict) -> dict:
 
 # == fitting ======================================================================================================
 
-def _backward_cost(network, batch: int, peak: float, bandwidth: float,
-                   weight_rate: float | None = None) -> tuple[float, float, float]:
-    """(compute s, memory s, FLOPs) of a one-layer case's backward at fp32, at ``peak`` and ``bandwidth`` (its
-    weights at ``weight_rate`` where given), as ``core.work`` counts the layer inside a network: the engine's
-    backward FLOPs and bytes of the node with its input gradient switched on where the timed input requires one
-    (``_input_grad``)."""
+def _backward_cost(network, batch: int, peak: float, bandwidth: float) -> tuple[float, float, float]:
+    """(compute s, memory s, FLOPs) of a one-layer case's backward at fp32, at ``peak`` and ``bandwidth``, as
+    ``core.work`` counts the layer inside a network: the engine's backward FLOPs and bytes of the node with its
+    input gradient switched on where the timed input requires one (``_input_grad``). A backward reads its weights
+    at the bandwidth: ``weight_bandwidth`` is a forward's (applied to the backward suite, a conv's efficiency came
+    out at 1.5, above the peak)."""
     import dataclasses
 
     from ..graph import compile_network
@@ -54,7 +54,7 @@ def _backward_cost(network, batch: int, peak: float, bandwidth: float,
     node = dataclasses.replace(node, grad_in=(_input_grad(network),) * len(node.inputs), needs_grad=True)
     w = layer_work(node, False).backward
     flops = w.flops * batch
-    return flops / peak, (w.act * 4 + w.xbytes) * batch / bandwidth + w.weights * 4 / (weight_rate or bandwidth), flops
+    return flops / peak, ((w.act * 4 + w.xbytes) * batch + w.weights * 4) / bandwidth, flops
 
 
 WEIGHT_SLOWER = 0.9       # a class's weights read below this share of the bandwidth get a rate of their own
@@ -112,7 +112,7 @@ def _efficiencies(timed: dict, peak: float, bandwidth: float, fresh: tuple | Non
         rows = []
         for k, (network, batch, t, fresh_bytes) in enumerate(layers):
             if backward:
-                c, m, flops = _backward_cost(network, batch, peak, bandwidth, probe.weight_bandwidth.get(cls))
+                c, m, flops = _backward_cost(network, batch, peak, bandwidth)
             else:
                 tot = Estimate(Report(compile_network(network), batch, "fp32"), probe).totals
                 c, m, flops = tot["forward_compute_s"], tot["forward_memory_s"], tot["forward_flops"]
