@@ -96,7 +96,7 @@ def test_calibration_saves_local_and_shows_its_peak(user_devices):
     assert local["name"] in at.selectbox(key=DEVICE).options   # the sidebar re-read the device file
     # the quality it recorded: the thread count asked for, the held-out error as a whole percentage
     assert local["calibration"]["threads"] == 1 and metric(at, "torch threads") == "1"
-    assert metric(at, "Held-out error") == f"{local['calibration']['held_out_error'] * 100:.0f} %"
+    assert metric(at, "Calibration self-check") == f"±{local['calibration']['held_out_error'] * 100:.0f} %"
 
 
 def test_a_run_the_memory_guard_refuses_is_an_error_not_a_traceback(monkeypatch):
@@ -355,7 +355,7 @@ def test_a_calibration_result_shows_its_threads_and_held_out_error():
     at.session_state["bench_calibration"] = {"spec": spec, "path": "nowhere"}
     at.run()
     assert not at.exception
-    assert metric(at, "torch threads") == "2" and metric(at, "Held-out error") == "36 %"     # 0.36 → 36 %
+    assert metric(at, "torch threads") == "2" and metric(at, "Calibration self-check") == "±36 %"     # 0.36 → 36 %
 
 
 def test_thread_picks_and_notes_without_a_page():

@@ -7,7 +7,7 @@ import streamlit as st
 
 from core.bridge.timing import implied_ppp, thread_mismatch
 from core.cli_text import calibration_line
-from core.cpu_threads import threads_hint
+from core.cpu_threads import SELF_CHECK_SAVE, threads_hint
 from ui import benchmark as bm
 from ui.charts import lines_chart, scatter_chart, show
 from ui.explain import how
@@ -75,9 +75,12 @@ def calibration(cal: dict) -> None:
     k3.metric("Ridge point", f"{spec['peak_flops']['fp32'] / spec['memory_bandwidth']:,.2f} FLOP/byte")
     k4, k5, _ = st.columns(3)           # its quality, on a row of its own: five figures on one row are cut
     k4.metric("torch threads", q.get("threads", "—"), help="The count it was measured at: its predictions hold there.")
-    k5.metric("Held-out error", f"{q['held_out_error'] * 100:.0f} %" if "held_out_error" in q else "—",
+    k5.metric("Calibration self-check", f"±{q['held_out_error'] * 100:.0f} %" if "held_out_error" in q else "—",
               help="Median |predicted ÷ measured − 1| on networks the calibration did not fit: "
                    + ", ".join(f"{k} {v * 100:+.0f} %" for k, v in (q.get("held_out") or {}).items()))
+    if q.get("held_out_error", 0) > SELF_CHECK_SAVE:
+        st.warning(f"Calibration self-check ±{q['held_out_error'] * 100:.0f} %, above {SELF_CHECK_SAVE:.0%}: its "
+                   "estimates carry this warning; treat their times as rough, or calibrate again on a quiet machine.")
     hint = threads_hint(q, spec.get("parallel_grain"))
     if hint:
         st.info(hint[0].upper() + hint[1:] + ".")
