@@ -14,7 +14,8 @@ triad; ``alloc_bandwidth`` the fresh bytes a ReLU faults in over its time less i
 ``layer_overhead`` its tiny layer's lowest-decile time; its ``efficiency`` = Σc / Σ(t − m − fresh − overhead) over a
 suite of common layer shapes, clamped to [1e-4, 1]. On a CPU the backward (``backward_efficiency``,
 ``backward_overhead`` per autograd node) and the training forward (``train_efficiency``, ``train_overhead``) are
-fitted the same way, with ``update_overhead`` per parameter tensor of an optimizer step. Above one thread,
+fitted the same way, with ``update_overhead`` per parameter tensor of an optimizer step, and ``weight_bandwidth``:
+the rate a forward reads a conv's or linear layer's weights at where they outgrow the caches. Above one thread,
 ``parallel_grain`` g: a layer's time is max(w, min(threads × w, g)), w its work at the calibrated threads' rates.
 A quantity whose runs spread above ``SPREAD_LIMIT``, or a figure out of its bounds, is re-measured, then refused
 (``Unsteady``) unless ``force``; ``calibration.held_out_error`` is the median |predicted ÷ measured − 1| on
