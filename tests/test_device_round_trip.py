@@ -53,10 +53,11 @@ FULL = dataclasses.replace(LOCAL, id="full", kind="GPU", sparse_flops={"fp16": 1
                            sources={"sm_count": "https://example.org/whitepaper"},
                            calibration={"threads": 2, "held_out_error": 0.12, "held_out": {"mnist_cnn": -0.05},
                                         "spread": 0.08, "spread_of": "conv layer timings", "noisy": True,
-                                        "unsteady": "pool layer timings 31%", "date": "2026-11-23T14:57:25"},
+                                        "unsteady": "pool layer timings 31%", "date": "2026-11-23T14:57:25",
+                                        "host": {"cpu": "AMD EPYC 9654", "isa": "avx2 avx512f", "onednn": "3.12.0"}},
                            backward_efficiency={"conv": 0.5, "grouped_conv": 0.05, "pool": 0.001},
                            backward_overhead={"conv": 3e-5, "elementwise": 1e-5}, update_overhead=4e-6,
-                           parallel_grain=4.4e-4,
+                           parallel_grain=4.4e-4, weight_bandwidth={"conv": 6.9e9, "linear": 2.08e10},
                            train_efficiency={"conv": 0.6, "grouped_conv": 0.02}, train_overhead={"conv": 2e-5},
                            note="every field set")
 
