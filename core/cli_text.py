@@ -258,7 +258,7 @@ def format_estimate(est, explain: bool = False) -> str:
            *data_parallel_lines(est, explain),
            *model,
            *([f"Calibration:    {cal}"] if cal else []),
-           *([f"Precision:      {est.report.dtype} is {emulated_note(est)}"] if emulated_note(est) else []),
+           *([f"Precision:      {est.report.dtype} is {note}"] if (note := emulated_note(est)) else []),
            f"Peak {_si(est.peak, 'FLOP/s')}, bandwidth {_si(est.bandwidth, 'B/s')}, "
            f"ridge {r['ridge_flop_per_byte']:,.2f} FLOP/byte" + bound_note,
            f"Roofline:       intensity {_intensity(r['arithmetic_intensity'])} FLOP/byte → {_bound(r['bound'])}, "

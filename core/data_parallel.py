@@ -236,7 +236,8 @@ def ddp_step(layers: Sequence[tuple[str, float, int]], compute_s: float, batch: 
     nbytes = reduce_bytes(dp, precision)
     backward_s = sum(s for _, s, _ in layers)
     made, end, total = [], 0.0, 0.0
-    why = achieved(dp.link, dp.ppp_comm, p)[1] if dp.link and dp.workers > dp.nodes else ""
+    link, why = achieved(dp.link, dp.ppp_comm, p) if dp.link else (None, "")
+    why = why if dp.workers > dp.nodes else ""
     if dp.workers > 1:
         for size, first, last, ready in buckets(layers, nbytes, dp.bucket_mb):
             t = allreduce_s(size, dp, p)
@@ -247,8 +248,8 @@ def ddp_step(layers: Sequence[tuple[str, float, int]], compute_s: float, batch: 
     exposed = max(0.0, end - backward_s) if made else 0.0
     # the all-reduce is where workers wait for each other: no gradients, no exchange and no waiting
     sync = p["sync_s"] + p["jitter"][dp.input_pipeline] * sqrt(2 * log(dp.workers)) * host_s if made else 0.0
-    bw = achieved(dp.link, dp.ppp_comm, p)[0].bandwidth if dp.link else 0.0
-    return DataParallelStep("ddp", dp.workers, dp.nodes, nbytes, sum(b.nbytes for b in made), bw, why, total,
+    return DataParallelStep("ddp", dp.workers, dp.nodes, nbytes, sum(b.nbytes for b in made),
+                            link.bandwidth if link else 0.0, why, total,
                             exposed, sync, input_wait_s(dp, batch, compute_s + exposed + sync, p),
                             dp.input_pipeline != "synthetic", tuple(made))
 
