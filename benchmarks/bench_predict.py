@@ -488,6 +488,8 @@ def main(argv=None) -> dict | None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="two small networks at batch 1, 3 s calibrations")
     ap.add_argument("--reuse", action="store_true", help=f"evaluate the cached measurements ({CACHE.name})")
+    ap.add_argument("--cache", type=Path, default=CACHE,
+                    help="the measurements file (another host's: predict_measured_amd.json)")
     ap.add_argument("--recalibrate", nargs="*", choices=("a", "b"), default=[],
                     help="with --reuse: calibrate these protocols again and evaluate the cached latencies")
     ap.add_argument("--protocols", nargs="*", choices=tuple(PROTOCOLS), default=list(PROTOCOLS),
@@ -511,7 +513,7 @@ def main(argv=None) -> dict | None:
     if args.calibrate_worker:
         return _calibrate_worker(args.threads, args.seconds, args.dtypes, args.force)
     if args.reuse:
-        data = json.loads(CACHE.read_text())
+        data = json.loads(args.cache.read_text())
         for key in args.recalibrate:      # a refusal is retried as the protocol does; all refused: the old is kept
             refused = []
             for _ in range(PROTOCOLS[key].get("tries", 1)):
@@ -522,18 +524,18 @@ def main(argv=None) -> dict | None:
                 refused.append(got["refused"])
                 progress(f"({key}) refused: {got['refused']}")
         if args.recalibrate:
-            CACHE.write_text(json.dumps(data, indent=1))
+            args.cache.write_text(json.dumps(data, indent=1))
     elif args.quick:
         data = measure_all(*QUICK, progress=progress, quick=True)
     else:
         nets, batches = tuple(args.networks or NETWORKS), tuple(args.batches or BATCHES)
         data = measure_all(nets, batches, tuple(args.protocols), progress=progress)
-        if set(args.protocols) != set(PROTOCOLS) and CACHE.exists():     # keep the other protocols' measurements
-            old = json.loads(CACHE.read_text())
+        if set(args.protocols) != set(PROTOCOLS) and args.cache.exists():     # keep the other protocols' measurements
+            old = json.loads(args.cache.read_text())
             if "protocols" in old:
                 data["protocols"] = {**old["protocols"], **data["protocols"]}
-        CACHE.parent.mkdir(exist_ok=True)
-        CACHE.write_text(json.dumps(data, indent=1))
+        args.cache.parent.mkdir(exist_ok=True)
+        args.cache.write_text(json.dumps(data, indent=1))
     results = {"data": data, "eval": evaluate_all(data)}
     print(markdown(results))
     return results

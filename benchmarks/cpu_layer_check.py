@@ -8,6 +8,7 @@ without hooks, beside the prediction. Prints a Markdown table and writes the row
     python benchmarks/cpu_layer_check.py                        # calibrate (30 s), then time
     python benchmarks/cpu_layer_check.py --spec spec.json       # a calibration saved with --out
     python benchmarks/cpu_layer_check.py --out spec.json        # keep the calibration for a second run
+    python benchmarks/cpu_layer_check.py --networks resnet50:16:112 mobilenet_v2   # NAME[:BATCH[:SIZE]]
 """
 
 from __future__ import annotations
@@ -26,6 +27,14 @@ NETWORKS = (("mnist_cnn", None), ("squeezenet1_0", (3, 64, 64)), ("resnet18", (3
             ("mobilenet_v2", None), ("squeezenet1_0", None), ("efficientnet_b0", None), ("alexnet", None))
 
 
+def parse_case(text: str) -> tuple:
+    """``NAME[:BATCH[:SIZE]]`` → (name, shape or None, batch): ``resnet50:16:112`` is batch 16 on 3×112×112."""
+    name, *rest = text.split(":")
+    batch = int(rest[0]) if rest else 1
+    shape = (3, int(rest[1]), int(rest[1])) if len(rest) > 1 else None
+    return name, shape, batch
+
+
 def check(spec: dict, networks=NETWORKS, repeats: int = 15) -> dict:
     """Per network: the whole forward measured and predicted, and per class of work Σ measured / Σ predicted layer
     seconds (hooked runs, medians per layer)."""
@@ -37,13 +46,14 @@ def check(spec: dict, networks=NETWORKS, repeats: int = 15) -> dict:
     device = Device(**{**spec, "user": True})
     out = []
     classes: dict = defaultdict(lambda: [0.0, 0.0, 0])
-    for name, shape in networks:
+    for name, shape, *batch in networks:
+        batch = batch[0] if batch else 1
         net = core.load_network(name)
         net = net.with_input_shape(shape) if shape else net
         report = core.analyze(net)
-        est = core.estimate(report, device, batch_size=1)
+        est = core.estimate(report, device, batch_size=batch)
         module = to_module(net).eval()
-        res = time_module(module, net.inputs[0][1], 1, passes=("forward",), warmup=3, repeats=repeats,
+        res = time_module(module, net.inputs[0][1], batch, passes=("forward",), warmup=3, repeats=repeats,
                           per_layer=True, report=report, threads=spec["calibration"]["threads"])
         whole = res.passes["forward"].median_s
         pred = {row["name"]: row for row in est.layers}
@@ -57,7 +67,7 @@ def check(spec: dict, networks=NETWORKS, repeats: int = 15) -> dict:
                 acc[0] += seconds
                 acc[1] += row["forward_s"]
                 acc[2] += 1
-        out.append({"network": name, "shape": list(shape) if shape else None, "measured_s": whole,
+        out.append({"network": name, "shape": list(shape) if shape else None, "batch": batch, "measured_s": whole,
                     "predicted_s": est.totals["forward_s"], "error": est.totals["forward_s"] / whole - 1,
                     "hooked_sum_s": res.layer_sum_s,
                     "classes": {k: {"measured_s": v[0], "predicted_s": v[1], "layers": v[2]} for k, v in per.items()}})
@@ -68,9 +78,10 @@ def check(spec: dict, networks=NETWORKS, repeats: int = 15) -> dict:
 def markdown(res: dict, host: dict) -> str:
     lines = [f"{host.get('cpu', '?')} ({host.get('cpu_capability', '?')}; {host.get('isa', '')}), torch "
              f"{host.get('torch', '?')}, oneDNN {host.get('onednn', '?')}", "",
-             "| network | input | measured ms | predicted ms | error |", "| --- | --- | ---: | ---: | ---: |"]
+             "| network | batch | input | measured ms | predicted ms | error |",
+             "| --- | ---: | --- | ---: | ---: | ---: |"]
     for r in res["networks"]:
-        lines.append(f"| {r['network']} | {'×'.join(map(str, r['shape'])) if r['shape'] else 'own'} | "
+        lines.append(f"| {r['network']} | {r.get('batch', 1)} | {'×'.join(map(str, r['shape'])) if r['shape'] else 'own'} | "
                      f"{r['measured_s'] * 1e3:.2f} | {r['predicted_s'] * 1e3:.2f} | {r['error']:+.0%} |")
     lines += ["", "| class of work | layers | Σ measured ms (hooked) | Σ predicted ms | predicted ÷ measured |",
               "| --- | ---: | ---: | ---: | ---: |"]
@@ -86,6 +97,8 @@ def main() -> int:
     ap.add_argument("--out", help="write the calibration spec here")
     ap.add_argument("--json", help="write the rows here")
     ap.add_argument("--seconds", type=float, default=30.0)
+    ap.add_argument("--networks", nargs="*", type=parse_case, help="NAME[:BATCH[:SIZE]] (default: batch 1, eight)")
+    ap.add_argument("--repeats", type=int, default=15)
     args = ap.parse_args()
     if args.spec:
         spec = json.loads(Path(args.spec).read_text())
@@ -96,7 +109,7 @@ def main() -> int:
               + ", ".join(f"{k} {v:+.0%}" for k, v in spec["calibration"]["held_out"].items()))
     if args.out:
         Path(args.out).write_text(json.dumps(spec, indent=1))
-    res = check(spec)
+    res = check(spec, args.networks or NETWORKS, args.repeats)
     print(markdown(res, spec["calibration"].get("host") or {}))
     if args.json:
         Path(args.json).write_text(json.dumps(res, indent=1))

@@ -39,9 +39,7 @@ SCHEMA_VERSION = 1
 # The peaks a device states: the compute precision of each numeric format (core.precision), each once.
 PRECISION_KEYS = tuple(dict.fromkeys(p.compute for p in PRECISIONS.values()))
 KINDS = ("GPU", "CPU", "TPU", "SoC", "accelerator")
-# Classes of work a calibrated device states its own efficiency and per-layer overhead for (core.registry; a class
-# without a figure uses its WORK_FALLBACK's).
-OP_CLASSES = WORK_CLASSES
+OP_CLASSES = WORK_CLASSES      # a calibrated device's classes of work (one without a figure uses its WORK_FALLBACK's)
 USER_PATH = Path(os.environ.get("CNN_CALC_HOME", "~/.cnn_calc")).expanduser() / "devices.json"
 
 
@@ -113,6 +111,7 @@ _PEAK = {"minimum": PEAK_RANGE[0], "maximum": PEAK_RANGE[1]}
 _BANDWIDTH = {"minimum": BANDWIDTH_RANGE[0], "maximum": BANDWIDTH_RANGE[1]}
 _SECONDS = {"type": "number", "minimum": 0, "maximum": 1}      # a per-call cost: under a second
 _PEAKS, _RATE = _each(PRECISION_KEYS, {"type": "number", **_PEAK}), {"type": "number", **_BANDWIDTH}
+_EFFICIENCY = _each(OP_CLASSES, {"type": "number", "minimum": EFFICIENCY_MIN, "maximum": 1})   # class → its share
 
 # GPU generations a device's ``architecture`` names (the GPU time model fits its parameters per generation), oldest
 # first per vendor; "fixed-function": a GPU before programmable shaders (GeForce 256). "ampere" is the GA10x chips
@@ -163,19 +162,17 @@ DEVICE_FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec("compute_notes", dict, "precision → a note on its peak",
               rule={"additionalProperties": {"type": "string"}}, default={}),
     FieldSpec("efficiency", dict, "class of work → fraction of the peak it reaches (calibrated devices)",
-              rule=_each(OP_CLASSES, {"type": "number", "minimum": EFFICIENCY_MIN, "maximum": 1}), default={}),
+              rule=_EFFICIENCY, default={}),
     FieldSpec("layer_overhead", dict, "class of work → seconds each layer call costs on top of its work (calibrated "
-              "devices)", rule=_each(OP_CLASSES, {"type": "number", "minimum": 0, "maximum": 1}), default={}),
+              "devices)", rule=_each(OP_CLASSES, _SECONDS), default={}),
     # the backward pass and the optimizer step on a calibrated CPU (core.bridge.calibrate): autograd's kernels and
     # per-node cost differ from the forward's; absent (older files, GPUs), the backward uses the forward's figures
     FieldSpec("backward_efficiency", dict, "class of work → fraction of the peak its backward pass reaches "
-              "(calibrated CPUs)", rule=_each(OP_CLASSES, {"type": "number", "minimum": EFFICIENCY_MIN, "maximum": 1}),
-              default={}),
+              "(calibrated CPUs)", rule=_EFFICIENCY, default={}),
     FieldSpec("backward_overhead", dict, "class of work → seconds each layer's backward (autograd node) costs on "
               "top of its work (calibrated CPUs)", rule=_each(OP_CLASSES, _SECONDS), default={}),
     FieldSpec("train_efficiency", dict, "class of work → fraction of the peak a training step's forward reaches "
-              "(train mode, autograd recording; calibrated CPUs)",
-              rule=_each(OP_CLASSES, {"type": "number", "minimum": EFFICIENCY_MIN, "maximum": 1}), default={}),
+              "(train mode, autograd recording; calibrated CPUs)", rule=_EFFICIENCY, default={}),
     FieldSpec("train_overhead", dict, "class of work → seconds each layer call of a training step's forward costs on "
               "top of its work (calibrated CPUs)", rule=_each(OP_CLASSES, _SECONDS), default={}),
     FieldSpec("update_overhead", float, "seconds the optimizer step costs per parameter tensor on top of its bytes "
@@ -191,6 +188,8 @@ DEVICE_FIELDS: tuple[FieldSpec, ...] = (
               "bytes/s", rule=_BANDWIDTH, default=None),
     FieldSpec("weight_bandwidth", dict, "class of work → rate its layers' weights are read at, bytes/s (calibrated "
               "CPUs: oneDNN reorders a conv's weights every call)", rule=_each(OP_CLASSES, _RATE), default={}),
+    FieldSpec("backward_weight_bandwidth", dict, "the same in a backward pass, for its weights and their gradients",
+              rule=_each(OP_CLASSES, _RATE), default={}),
     # how good a calibration is (core.bridge.calibrate): the app and an estimate can say so
     FieldSpec("calibration", dict, "a calibrated device's quality: torch threads it was measured at, the median "
               "|error| predicting held-out networks (fraction) and each one's signed error, the largest spread "

@@ -160,7 +160,7 @@ class Estimate:
                   backward: bool = False, train: bool = False) -> Work:
         n, p = self.report.batch_size, self.precision
         return Work(work_class, flops, (pw.act * p.activation + pw.xbytes) * n + pw.weights * p.weight, fresh,
-                    pw.calls, backward=backward, train=train, weight_bytes=0 if backward else pw.weights * p.weight)
+                    pw.calls, backward=backward, train=train, weight_bytes=pw.weights * p.weight)
 
     def _flops(self, lw: LayerWork, per_sample: int) -> float:
         """FLOPs at this batch with the chosen conv algorithm (backward convs change by the forward's factor)."""

@@ -56,7 +56,8 @@ class Work:
     blocks: int = 0              # thread blocks of a one-block-per-channel kernel (predicted: the SMs it fills)
     cuda_core: bool = False      # a depthwise conv's backward on CUDA cores (predicted: gpu_model.cuda_core_backward)
     stem: bool = False           # a conv over ≤ 3 channels on CUDA cores (predicted: Estimate.stem_on_cuda_cores)
-    weight_bytes: float = 0.0    # of a forward's ``bytes``, the layer's weights (a calibrated CPU's weight_bandwidth)
+    weight_bytes: float = 0.0    # of ``bytes``, the layer's weights (and a backward's their gradients): a calibrated
+    #                              CPU's weight_bandwidth / backward_weight_bandwidth
 
 
 @dataclass(frozen=True)
@@ -94,9 +95,11 @@ def _compute_s(w: Work, e: Rates) -> float:
 
 
 def _memory_s(w: Work, e: Rates) -> float:
-    """Bytes moved at the bandwidth × PPP_memory; on a CPU calibrated with a ``weight_bandwidth`` for the class, the
-    weights' bytes at that measured rate instead (no PPP on a measured rate)."""
-    rate = e.device.weight_bandwidth.get(w.work_class) if w.weight_bytes and e.device.weight_bandwidth else None
+    """Bytes moved at the bandwidth × PPP_memory; on a CPU calibrated with a ``weight_bandwidth`` (a backward:
+    ``backward_weight_bandwidth``) for the class, the weights' bytes at that measured rate instead (no PPP on a
+    measured rate)."""
+    rates = e.device.backward_weight_bandwidth if w.backward else e.device.weight_bandwidth
+    rate = rates.get(w.work_class) if w.weight_bytes and rates else None
     if rate:
         return (w.bytes - w.weight_bytes) / (e.bandwidth * e.ppp_memory) + w.weight_bytes / rate
     return w.bytes / (e.bandwidth * e.ppp_memory)

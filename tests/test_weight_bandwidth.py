@@ -1,6 +1,7 @@
 """A calibrated CPU's ``weight_bandwidth``: a conv or linear layer's weights read at their own measured rate (issue
 44: on an AMD EPYC, oneDNN reorders a conv's weights every call and they stream at ~7 GB/s beside a 30–45 GB/s
-STREAM bandwidth), and how calibration measures it."""
+STREAM bandwidth), its backward's ``backward_weight_bandwidth`` (a batch-1 linear's backward is two matrix-vector
+passes over its weights and their gradients), and how calibration measures them."""
 
 import statistics
 
@@ -56,3 +57,42 @@ def test_calibration_reads_the_rate_off_the_probes():
     fast = {cls: [statistics.median(r) - layer_work(compile_network(probes[cls][0]).nodes[0], False).forward.weights
                   * 4 * (1 / {"conv": 3e9, "linear": 8e9}[cls] - 1 / 1e10)] for cls, r in runs.items()}
     assert _weight_bandwidths(probes, fast, eff, 1e11, 1e10) == {}
+
+
+def _linear():
+    # 4096 → 4096 at batch 1: weights 4096 × 4096 = 16,777,216 × 4 B = 67,108,864 B
+    return _weight_probes()["linear"][0]
+
+
+def test_a_backward_moves_weights_and_gradients_at_the_backward_rate():
+    net = _linear()
+    plain = core.estimate(net, Device(**BASE))
+    slow = core.estimate(net, Device(**BASE, backward_weight_bandwidth={"linear": 2e9}))
+    # the network's input needs no gradient: no dx, so the backward does not read the weights; it writes their
+    # gradient, 16,777,216 × 4 B = 67,108,864 B, at 2e9 B/s (33.554 ms) instead of 1e10 (6.711 ms)
+    other = plain.totals["backward_bytes"] - 67_108_864
+    assert plain.totals["backward_memory_s"] == pytest.approx(plain.totals["backward_bytes"] / 1e10)
+    assert slow.totals["backward_memory_s"] == pytest.approx(other / 1e10 + 67_108_864 / 2e9)
+    # the forward keeps the bandwidth, and a forward rate does not touch the backward
+    assert slow.totals["forward_memory_s"] == plain.totals["forward_memory_s"]
+    fwd_only = core.estimate(net, Device(**BASE, weight_bandwidth={"linear": 2e9}))
+    assert fwd_only.totals["backward_memory_s"] == plain.totals["backward_memory_s"]
+    assert fwd_only.totals["forward_memory_s"] > plain.totals["forward_memory_s"]
+
+
+def test_calibration_reads_the_backward_rate_off_the_probes_less_their_fresh_pages():
+    probes = _weight_probes()
+    eff = {"conv": (0.5, 0, {}, 20e-6, 0.5, ()), "linear": (0.5, 0, {}, 5e-6, 0.5, ())}
+    # the linear probe's backward, its input requiring a gradient as an inner layer's does:
+    #   FLOPs: dgrad 2 × 4096 × 4096 + wgrad 2 × 4096 × 4096 = 67,108,864, at 0.5 × 1e11: 1.34217728 ms
+    #   activations: dy 4096 + dx 4096 + saved x 4096 = 12,288 × 4 B = 49,152 B at 1e10: 4.9152 µs
+    #   weights read 16,777,216 + their gradient 16,777,216 = 33,554,432 × 4 B = 134,217,728 B, at 8e9: 16.777216 ms
+    #   its gradient on fresh pages: 67,108,864 B at a page-fault rate of 2e9: 33.554432 ms; overhead 5 µs
+    t = 1.34217728e-3 + 4.9152e-6 + 16.777216e-3 + 33.554432e-3 + 5e-6
+    runs = {"linear": [(t * 1.01, 67_108_864), (t, 67_108_864), (t * 0.99, 67_108_864)],
+            "conv": [(1e-9, 0)] * 3}            # the conv probe's backward faster than its work: no rate of its own
+    assert _weight_bandwidths(probes, runs, eff, 1e11, 1e10, True, 2e9) == {"linear": pytest.approx(8e9)}
+    # without the page-fault rate the fresh pages count as weight traffic: 134,217,728 B over 50.33 ms = 2.67 GB/s
+    lin = {"linear": probes["linear"]}
+    assert _weight_bandwidths(lin, runs, eff, 1e11, 1e10, True, None)["linear"] == \
+        pytest.approx(134_217_728 / (t - 1.34217728e-3 - 4.9152e-6 - 5e-6))

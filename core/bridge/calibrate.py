@@ -35,7 +35,8 @@ from typing import Any
 from ..cpu_threads import SELF_CHECK_LIMIT, SELF_CHECK_SAVE
 from ..devices import PRECISION_KEYS
 from ..errors import CalcError, Cancelled
-from .calibrate_fit import _efficiencies, _every_class, _fit_grain, _layer_flops, _weight_bandwidths
+from .calibrate_fit import (_efficiencies, _every_class, _fit_grain, _fit_with_weight_rates, _layer_flops,
+                            _weight_bandwidths)
 from .calibrate_suites import (
     _MM_DTYPES,
     BACKWARD_BOTH_BATCHES,
@@ -283,8 +284,9 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
             runs = {cls: machine.time_layer(net, b, attrs, each)[0] for cls, (net, b, attrs) in probes.items()}
             return list(runs.values()), runs
 
-        weight_bw.update(_weight_bandwidths(probes, gate.measure("weight-reading timings", weights), eff,
-                                            peaks["fp32"], bandwidth))
+        runs = gate.measure("weight-reading timings", weights)
+        _fit_with_weight_rates(fit, lambda e: _weight_bandwidths(probes, runs, e, peaks["fp32"], bandwidth),
+                               weight_bw)
         if weight_bw:       # the suites' efficiencies again, their weights read at that rate as an estimate reads them
             eff = checked(fit, ("layer_overhead", "efficiency"))
     budget.finish("layers", "efficiencies: " + ", ".join(f"{k} {v[0]:.2f}" for k, v in eff.items())
@@ -292,15 +294,30 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
 
     bwd, train, update = None, None, None
     share = budget.share("backward")
+    back_weight_bw: dict = {}   # class → the rate a CPU's backward moves its large weights and their gradients at
     if not machine.gpu:     # the CPU's backward and optimizer step (a GPU's are the fitted GPU model's)
-        end = time.perf_counter() + share * 0.9
+        end = time.perf_counter() + share * 0.8
         for k, cls in enumerate(cases):
             # runs per class: the suite's backward cases (every one, or the first batch's half) and two tiny chains
             runs = (len(cases[cls]) - 1 if cls in BACKWARD_BOTH_BATCHES else len(cases[cls]) // 2) + 2
             measure_class(cls, max(end - time.perf_counter(), 0.0) / (len(cases) - k) / runs,
                           ("backward_overhead", "backward_efficiency"))
-        bwd = checked(lambda: _efficiencies(timed_bwd, peaks["fp32"], bandwidth, fresh, backward=True),
-                      ("backward_overhead", "backward_efficiency"))
+        def fit_bwd():
+            return _efficiencies(timed_bwd, peaks["fp32"], bandwidth, fresh, backward=True,
+                                 weight_bandwidth=back_weight_bw)
+
+        bwd = checked(fit_bwd, ("backward_overhead", "backward_efficiency"))
+        each = share * 0.1 / len(probes)
+
+        def back_weights():     # the weight probes' backward: weights read, their gradients written
+            runs = {cls: machine.time_backward(net, b, attrs, each)[:2] for cls, (net, b, attrs) in probes.items()}
+            return [t for t, _ in runs.values()], {cls: list(zip(t, f)) for cls, (t, f) in runs.items()}
+
+        runs = gate.measure("backward weight timings", back_weights)
+        _fit_with_weight_rates(fit_bwd, lambda e: _weight_bandwidths(probes, runs, e, peaks["fp32"], bandwidth, True,
+                                                                     fresh[1] if fresh else None), back_weight_bw)
+        if back_weight_bw:      # the backward suites' efficiencies again, as an estimate reads their weights
+            bwd = checked(fit_bwd, ("backward_overhead", "backward_efficiency"))
         train = checked(lambda: _efficiencies(timed_train, peaks["fp32"], bandwidth, fresh, weight_bandwidth=weight_bw),
                         ("train_overhead", "train_efficiency"))
 
@@ -343,6 +360,9 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
         notes.append("weights read at " + ", ".join(f"{k} {_si(v, 'B/s')}" for k, v in weight_bw.items())
                      + f" (a {'/'.join(weight_bw)} layer whose weights outgrow the caches, beyond its compute; the "
                      f"bandwidth is {_si(bandwidth, 'B/s')})")
+    if back_weight_bw:
+        spec["backward_weight_bandwidth"] = back_weight_bw
+        notes.append("a backward moves its large weights and their gradients at " + ", ".join(f"{k} {_si(v, 'B/s')}" for k, v in back_weight_bw.items()))
     if bwd:
         spec["backward_efficiency"] = _every_class({k: v[0] for k, v in bwd.items()})
         spec["backward_overhead"] = _every_class({k: v[3] for k, v in bwd.items()})

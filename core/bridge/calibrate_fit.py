@@ -39,44 +39,71 @@ def _every_class(measured: dict) -> dict:
 
 # == fitting ======================================================================================================
 
-def _backward_cost(network, batch: int, peak: float, bandwidth: float) -> tuple[float, float, float]:
-    """(compute s, memory s, FLOPs) of a one-layer case's backward at fp32, at ``peak`` and ``bandwidth``, as
-    ``core.work`` counts the layer inside a network: the engine's backward FLOPs and bytes of the node with its
-    input gradient switched on where the timed input requires one (``_input_grad``). A backward reads its weights
-    at the bandwidth: ``weight_bandwidth`` is a forward's (applied to the backward suite, a conv's efficiency came
-    out at 1.5, above the peak)."""
+def _one_layer_work(network, backward: bool):
+    """The engine's work of a one-layer case in a pass; a backward's with its input gradient switched on where the
+    timed input requires one (``_input_grad``), as ``core.work`` counts the layer inside a network."""
     import dataclasses
 
     from ..graph import compile_network
     from ..work import layer_work
 
     node = compile_network(network).nodes[0]
+    if not backward:
+        return layer_work(node, False).forward
     node = dataclasses.replace(node, grad_in=(_input_grad(network),) * len(node.inputs), needs_grad=True)
-    w = layer_work(node, False).backward
-    flops = w.flops * batch
-    return flops / peak, ((w.act * 4 + w.xbytes) * batch + w.weights * 4) / bandwidth, flops
+    return layer_work(node, False).backward
+
+
+def _backward_cost(network, batch: int, peak: float, bandwidth: float,
+                   weight_bandwidth: dict | None = None, cls: str | None = None) -> tuple[float, float, float]:
+    """(compute s, memory s, FLOPs) of a one-layer case's backward at fp32, at ``peak`` and ``bandwidth``; the
+    weights and their gradients at the class's ``backward_weight_bandwidth`` where it has one."""
+    w = _one_layer_work(network, True)
+    flops, rate = w.flops * batch, (weight_bandwidth or {}).get(cls) or bandwidth
+    return flops / peak, (w.act * 4 + w.xbytes) * batch / bandwidth + w.weights * 4 / rate, flops
 
 
 WEIGHT_SLOWER = 0.9       # a class's weights read below this share of the bandwidth get a rate of their own
 
 
-def _weight_bandwidths(probes: dict, runs: dict, eff: dict, peak: float, bandwidth: float) -> dict:
-    """class → the rate its weights are read at (``weight_bandwidth``), from ``calibrate_suites._weight_probes``'
-    median runs: weight bytes W over what is left of the time t after compute at the class's efficiency, the other
-    bytes at the bandwidth and the per-call overhead, W ÷ (t − c / (peak · efficiency) − m_other − overhead). Only a
-    class that reads them below ``WEIGHT_SLOWER`` × the bandwidth gets one (elsewhere the bandwidth stands)."""
-    from ..graph import compile_network
-    from ..work import layer_work
-
+def _weight_bandwidths(probes: dict, runs: dict, eff: dict, peak: float, bandwidth: float,
+                       backward: bool = False, fault_rate: float | None = None) -> dict:
+    """class → the rate its weights are read at, from ``calibrate_suites._weight_probes``' runs (class → run
+    seconds; a ``backward``'s: (seconds, fresh bytes) per run): at the median run, weight bytes W over what is left
+    of its time t after compute at the class's efficiency, the other bytes at the bandwidth, the fresh pages at
+    ``fault_rate`` and the per-call overhead, W ÷ (t − c / (peak · efficiency) − m_other − fresh − overhead). A
+    backward's W is its weights and their gradients (``backward_weight_bandwidth``; a forward's:
+    ``weight_bandwidth``). Only a class that moves them below ``WEIGHT_SLOWER`` × the bandwidth gets one."""
     out = {}
     for cls, (network, batch, _) in probes.items():
-        w = layer_work(compile_network(network).nodes[0], False).forward
+        pairs = runs[cls] if backward else [(t, 0) for t in runs[cls]]
+        t, fresh = sorted(pairs)[(len(pairs) - 1) // 2]       # the median run (the lower of two middles)
+        w = _one_layer_work(network, backward)
         weights, other = w.weights * 4, (w.act * 4 + w.xbytes) * batch
-        left = (statistics.median(runs[cls]) - w.flops * batch / (peak * eff[cls][0]) - other / bandwidth
-                - eff[cls][3])
+        left = (t - w.flops * batch / (peak * eff[cls][0]) - other / bandwidth - eff[cls][3]
+                - (fresh / fault_rate if fault_rate else 0.0))
         if left > 0 and weights / left < WEIGHT_SLOWER * bandwidth:
             out[cls] = weights / left
     return out
+
+
+WEIGHT_ROUNDS = 10        # rate ↔ efficiency rounds: each rate is read at the efficiencies its previous value gave
+
+
+def _fit_with_weight_rates(fit, read_rates, rates: dict) -> dict:
+    """The efficiencies ``fit()`` gives with the weight rates ``read_rates(eff)`` reads off the probes at those
+    efficiencies (``rates``, which ``fit`` reads, is filled in place): a probe's rate is what is left of its time
+    after compute at its class's efficiency, and that efficiency is fitted with the suite's weights at the rate, so
+    the two are solved together, round after round until no rate moves by 0.1 % (at most ``WEIGHT_ROUNDS``)."""
+    eff = fit()
+    for _ in range(WEIGHT_ROUNDS):
+        new = read_rates(eff)
+        if new.keys() == rates.keys() and all(abs(new[k] / rates[k] - 1) < 1e-3 for k in new):
+            break
+        rates.clear()
+        rates.update(new)
+        eff = fit()
+    return eff
 
 
 def _efficiencies(timed: dict, peak: float, bandwidth: float, fresh: tuple | None = None,
@@ -93,7 +120,8 @@ def _efficiencies(timed: dict, peak: float, bandwidth: float, fresh: tuple | Non
     its work (autograd's start and one node), subtracted instead of the per-node overhead. A layer whose efficiency
     is ``OUTLIER_FACTOR`` times below its class's median (clamped figures; compute classes only,
     ``OUTLIER_CLASSES``) is left out of the sums (a disturbed run of a large layer would decide the class) and named
-    in the sixth figure. ``weight_bandwidth``: the class's weights at their measured rate, as an estimate reads them.
+    in the sixth figure. ``weight_bandwidth``: the class's weights at their measured rate, as an estimate reads them
+    (a backward's: ``backward_weight_bandwidth``).
     """
     from ..devices import Device
     from ..graph import compile_network
@@ -112,7 +140,7 @@ def _efficiencies(timed: dict, peak: float, bandwidth: float, fresh: tuple | Non
         rows = []
         for k, (network, batch, t, fresh_bytes) in enumerate(layers):
             if backward:
-                c, m, flops = _backward_cost(network, batch, peak, bandwidth)
+                c, m, flops = _backward_cost(network, batch, peak, bandwidth, weight_bandwidth, cls)
             else:
                 tot = Estimate(Report(compile_network(network), batch, "fp32"), probe).totals
                 c, m, flops = tot["forward_compute_s"], tot["forward_memory_s"], tot["forward_flops"]
