@@ -81,7 +81,8 @@ def markdown(res: dict, host: dict) -> str:
              "| network | batch | input | measured ms | predicted ms | error |",
              "| --- | ---: | --- | ---: | ---: | ---: |"]
     for r in res["networks"]:
-        lines.append(f"| {r['network']} | {r.get('batch', 1)} | {'×'.join(map(str, r['shape'])) if r['shape'] else 'own'} | "
+        shape = "×".join(map(str, r["shape"])) if r["shape"] else "own"
+        lines.append(f"| {r['network']} | {r.get('batch', 1)} | {shape} | "
                      f"{r['measured_s'] * 1e3:.2f} | {r['predicted_s'] * 1e3:.2f} | {r['error']:+.0%} |")
     lines += ["", "| class of work | layers | Σ measured ms (hooked) | Σ predicted ms | predicted ÷ measured |",
               "| --- | ---: | ---: | ---: | ---: |"]

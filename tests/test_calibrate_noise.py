@@ -324,8 +324,9 @@ def test_a_backward_that_moves_its_weights_slowly_gets_a_rate_and_its_efficiency
 
 
 def test_a_suite_layer_far_below_its_class_is_left_out_and_named():
-    """The 4096→4096 linear's backward (batch 1) runs 50× slow, steadily through the suite's timing (the weight probe
-    of the same shape, timed later, runs at its speed), as its first runs did at 2 threads on our machine: its own efficiency is then ~0.35 ÷ 50 (its time is mostly compute: 2 × 2 × 4096² = 67 MFLOP at
+    """The 4096→4096 linear's backward (batch 1) runs 50× slow, steadily through the suite's timing (the weight
+    probe of the same shape, timed later, runs at its speed), as its first runs did at 2 threads on our machine: its
+    own efficiency is then ~0.35 ÷ 50 (its time is mostly compute: 2 × 2 × 4096² = 67 MFLOP at
     0.35 × 1e11 = 1.9 ms, against 2 × 4096² × 4 B = 134 MB at 1e10 B/s = 13 ms: ÷ 50 is still > 10× off), more than
     OUTLIER_FACTOR (10) times below the class's median (its two other layers' 0.35 and its own): it is left out,
     the class keeps the truth, and the note names it. Without the rule, Σc ÷ Σ(t − m − o) is dominated by it."""

@@ -35,8 +35,14 @@ from typing import Any
 from ..cpu_threads import SELF_CHECK_LIMIT, SELF_CHECK_SAVE
 from ..devices import PRECISION_KEYS
 from ..errors import CalcError, Cancelled
-from .calibrate_fit import (_efficiencies, _every_class, _fit_grain, _fit_with_weight_rates, _layer_flops,
-                            _weight_bandwidths)
+from .calibrate_fit import (
+    _efficiencies,
+    _every_class,
+    _fit_grain,
+    _fit_with_weight_rates,
+    _layer_flops,
+    _weight_bandwidths,
+)
 from .calibrate_suites import (
     _MM_DTYPES,
     BACKWARD_BOTH_BATCHES,
@@ -362,7 +368,8 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
                      f"bandwidth is {_si(bandwidth, 'B/s')})")
     if back_weight_bw:
         spec["backward_weight_bandwidth"] = back_weight_bw
-        notes.append("a backward moves its large weights and their gradients at " + ", ".join(f"{k} {_si(v, 'B/s')}" for k, v in back_weight_bw.items()))
+        notes.append("a backward moves its large weights and their gradients at "
+                     + ", ".join(f"{k} {_si(v, 'B/s')}" for k, v in back_weight_bw.items()))
     if bwd:
         spec["backward_efficiency"] = _every_class({k: v[0] for k, v in bwd.items()})
         spec["backward_overhead"] = _every_class({k: v[3] for k, v in bwd.items()})
