@@ -170,10 +170,14 @@ def _layer_flops(network, batch: int) -> int:
 
 def _fit_grain(machine, spec: dict, gate: Gate, budget: float) -> tuple[float, float]:
     """(parallel_grain, the fit's mean |log(predicted ÷ measured)|): the ``GRAIN_GRID`` value (the smallest of
-    equals) with which the fitted device predicts the ``GRAIN_FIT`` networks' forward passes best. The suite's
-    layers are timed one by one and hot, where even small layers split among threads; inside a network the small
-    ones do not gain (bench_predict, 2 threads on 2 cores: ShuffleNet V2 ran no faster than at 1 thread, while the
-    rates fitted on large layers predicted ×1.6)."""
+    equals) with which the fitted device predicts the ``GRAIN_FIT`` networks' forward passes best, relative to each
+    other: the log errors' mean distance from their median, so that the machine running the whole stage slower or
+    faster than the stages before (a VM's neighbour) does not move the grain, which only says how networks of small
+    layers differ from networks of large ones (on an AMD EPYC VM a slow spell during this stage fitted 555 µs
+    where quiet runs fit 60–93 µs, and predicted every small network 40–90 % too slow). The suite's layers are timed
+    one by one and hot, where even small layers split among threads; inside a network the small ones do not gain
+    (bench_predict, 2 threads on 2 cores: ShuffleNet V2 ran no faster than at 1 thread, while the rates fitted on
+    large layers predicted ×1.6)."""
     from ..devices import Device
     from ..paleo import Estimate
 
@@ -182,8 +186,9 @@ def _fit_grain(machine, spec: dict, gate: Gate, budget: float) -> tuple[float, f
     best = None
     for grain in GRAIN_GRID:
         device = Device(**{**spec, "parallel_grain": grain, "calibration": {"threads": machine.threads}})
-        err = statistics.fmean(abs(math.log(Estimate(r, device).forward.total_s / t))     # totals["forward_s"]
-                               for r, t in zip(reports, measured))
-        if best is None or err < best[1] - 1e-12:
-            best = (grain, err)
-    return best
+        logs = [math.log(Estimate(r, device).forward.total_s / t) for r, t in zip(reports, measured)]
+        centre = statistics.median(logs)
+        spread = statistics.fmean(abs(x - centre) for x in logs)
+        if best is None or spread < best[1] - 1e-12:
+            best = (grain, spread, statistics.fmean(abs(x) for x in logs))
+    return best[0], best[2]

@@ -7,7 +7,8 @@ lowest decile) ÷ median, since a quiet machine's µs calls have a long slow tai
 per-call overheads) at most ``RETRIES`` more times and keeps the steadiest attempt; still above, the calibration is
 refused (``Unsteady``, a ``CalcError`` naming the quantity and its spread), or with ``force`` the quantity is recorded
 as noisy. ``_out_of_bounds`` names the fitted figures outside their sanity bounds: a per-call overhead above
-``OVERHEAD_MAX``, an efficiency below ``EFFICIENCY_RANGE[0]`` or, for the ``COMPUTE_BOUND`` classes, above 1.
+``OVERHEAD_MAX``, an efficiency below ``EFFICIENCY_RANGE[0]`` or, for the ``COMPUTE_BOUND`` classes, above 1
+(by more than ``ABOVE_PEAK_SLACK``).
 Why these limits, and what they caught: docs/cpu-calibration.md.
 """
 
@@ -26,6 +27,10 @@ RETRIES = 2                   # re-measurements of an unsteady quantity or an ou
 OVERHEAD_MAX = 1e-3           # seconds per layer call: above is a measurement error
 EFFICIENCY_RANGE = (1e-4, 1.0)     # the upper bound for COMPUTE_BOUND classes only (docs/cpu-calibration.md: why)
 COMPUTE_BOUND = ("conv", "linear")
+# a COMPUTE_BOUND figure up to this far above 1 is clamped to 1, not refused: a train-mode conv suite, its weights
+# read at the forward's measured rate, came out at 0.99–1.01 on a quiet AMD EPYC (refused once in 10 runs); a
+# disturbed peak puts it far above
+ABOVE_PEAK_SLACK = 0.05
 
 
 class Unsteady(CalcError):
@@ -129,7 +134,7 @@ def _out_of_bounds(eff: dict, names=("layer_overhead", "efficiency"),
             out.append((cls, names[0], overhead, f"per layer call is above {_time(OVERHEAD_MAX)}"))
         if raw < EFFICIENCY_RANGE[0]:
             out.append((cls, names[1], raw, f"is below {EFFICIENCY_RANGE[0]:g} of the peak"))
-        elif raw > EFFICIENCY_RANGE[1] and cls in compute_bound:
+        elif raw > EFFICIENCY_RANGE[1] + ABOVE_PEAK_SLACK and cls in compute_bound:
             out.append((cls, names[1], raw, "is above 1: faster than the measured peak"))
     return out
 
