@@ -62,7 +62,9 @@ FIT_ON = "resnet50"
 #   (b) as a user runs it: ``calibrate()`` with its defaults (30 s, torch's default thread count, no ``force``) in
 #       its own process, as ``python -m core calibrate`` runs; then every network timed in one process at the same
 #       thread count, median of 7 after 3 warm-ups. A refused calibration is retried (up to 3 tries, as a user
-#       would), and every refusal is kept;
+#       would), and every refusal is kept. ``--isolate`` times each network in a process of its own instead: in one
+#       process the allocator's state left by the networks before changes a network's time by up to ~30 % here
+#       (RegNetX-400MF at batch 16 wrote 26 MB a pass to fresh pages in a fresh process, none after AlexNet);
 #   (c) busy neighbour: ``calibrate()`` with its defaults while another process spins on one core (a browser or an
 #       IDE on a laptop); the networks are then those of (b), timed on a quiet machine. Either ``calibrate`` refuses
 #       (the message is kept) or its device is judged on (b)'s timings. Tried twice.
@@ -176,8 +178,12 @@ def machine() -> dict:
         platform.processor()
     import importlib.metadata as md
 
+    import torch
+
+    from core.bridge.calibrate_suites import host_info
+
     return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(), "torch": md.version("torch"),
-            "date": dt.date.today().isoformat()}
+            "date": dt.date.today().isoformat(), "host": host_info(torch)}
 
 
 def combine(runs: list[dict]) -> dict:
@@ -223,11 +229,20 @@ def protocol_b(networks, batches, p: dict, progress) -> dict:
             break
         refused.append(cal["refused"])
         progress(f"(b) refused: {cal['refused']}")
-    progress(f"(b) timing {len(networks)} networks in one process")
-    got = _run(["--worker", *networks, "--warmup", str(p["warmup"]), "--repeats", str(p["repeats"]),
-                "--repeats-b16", str(p["repeats_b16"]), "--batches", *map(str, batches)])
-    return {"threads": got["threads"], "processes": 1, "calibration": cal.get("spec"), "refused": refused,
-            "measured": got["measured"]}
+    args = ["--warmup", str(p["warmup"]), "--repeats", str(p["repeats"]), "--repeats-b16", str(p["repeats_b16"]),
+            "--batches", *map(str, batches)]
+    if not p.get("isolate"):
+        progress(f"(b) timing {len(networks)} networks in one process")
+        got = _run(["--worker", *networks, *args])
+        measured = got["measured"]
+    else:       # each network in a fresh process: no allocator state carried over from the networks before it
+        measured = []
+        for i, name in enumerate(networks):
+            progress(f"(b) [{i + 1}/{len(networks)}] {name} in a process of its own")
+            got = _run(["--worker", name, *args])
+            measured += got["measured"]
+    return {"threads": got["threads"], "processes": len(networks) if p.get("isolate") else 1,
+            "calibration": cal.get("spec"), "refused": refused, "measured": measured}
 
 
 def protocol_c(p: dict, progress) -> dict:
@@ -241,8 +256,10 @@ def protocol_c(p: dict, progress) -> dict:
     return {"trials": trials}
 
 
-def measure_all(networks, batches, protocols=("a", "b", "c"), progress=print, quick: bool = False) -> dict:
+def measure_all(networks, batches, protocols=("a", "b", "c"), progress=print, quick: bool = False,
+                isolate: bool = False) -> dict:
     specs = {k: dict(v) for k, v in PROTOCOLS.items()}
+    specs["b"]["isolate"] = isolate
     if quick:          # smoke-test sizes
         for v in specs.values():
             v.update(seconds=3.0, processes=1, warmup=1, repeats=2, repeats_b16=2, tries=1, trials=1)
@@ -387,6 +404,11 @@ def _thread_scaling(ev: dict) -> list[str]:
     return out
 
 
+def _isa(m: dict) -> str:
+    host = m.get("host") or {}
+    return f"; {host.get('cpu_capability')}, oneDNN {host.get('onednn')}" if host else ""
+
+
 def markdown(results: dict) -> str:
     data, ev = results["data"], results["eval"]
     prot = data["protocols"]
@@ -394,7 +416,7 @@ def markdown(results: dict) -> str:
     lines = [
         "## Prediction accuracy on this machine",
         "",
-        f"{m['cpu']} ({m['cores']} cores), torch {m['torch']}, measured {m['date']}. "
+        f"{m['cpu']} ({m['cores']} cores{_isa(m)}), torch {m['torch']}, measured {m['date']}. "
         f"{len(data['networks'])} torchvision CNNs (random weights), batch 1 on the network's own input and batch "
         f"16 on {'×'.join(map(str, SMALL_INPUT[1:]))}; forward (eval, no_grad) and training step (zero_grad, "
         "forward, backward, SGD with momentum). Predicted: the calibrated CPU's estimate. Baseline: FLOPs ÷ (peak × "
@@ -404,7 +426,8 @@ def markdown(results: dict) -> str:
         "- (a) controlled: calibrate at 1 thread (60 s), each network timed at 1 thread in 3 fresh processes, in "
         "rounds; median of the processes' medians (each: 2 warm-ups, 7 runs; 3 at batch 16).",
         "- (b) as a user runs it: `calibrate()`'s defaults (30 s, torch's default threads) in its own process, then "
-        "every network in one process at those threads, median of 7 after 3 warm-ups.",
+        + ("each network in a process of its own" if prot.get("b", {}).get("settings", {}).get("isolate") else
+           "every network in one process") + " at those threads, median of 7 after 3 warm-ups.",
         "- (c) busy neighbour: `calibrate()`'s defaults while a busy-loop process holds one core; the networks are "
         "(b)'s, timed on a quiet machine.",
         "",
@@ -494,6 +517,8 @@ def main(argv=None) -> dict | None:
                     help="with --reuse: calibrate these protocols again and evaluate the cached latencies")
     ap.add_argument("--protocols", nargs="*", choices=tuple(PROTOCOLS), default=list(PROTOCOLS),
                     help="measure only these protocols (the others are kept from the cache)")
+    ap.add_argument("--isolate", action="store_true",
+                    help="(b): time each network in a process of its own (no heap state carried between networks)")
     ap.add_argument("--networks", nargs="*")
     ap.add_argument("--batches", nargs="*", type=int)
     # worker-process arguments
@@ -529,7 +554,7 @@ def main(argv=None) -> dict | None:
         data = measure_all(*QUICK, progress=progress, quick=True)
     else:
         nets, batches = tuple(args.networks or NETWORKS), tuple(args.batches or BATCHES)
-        data = measure_all(nets, batches, tuple(args.protocols), progress=progress)
+        data = measure_all(nets, batches, tuple(args.protocols), progress=progress, isolate=args.isolate)
         if set(args.protocols) != set(PROTOCOLS) and args.cache.exists():     # keep the other protocols' measurements
             old = json.loads(args.cache.read_text())
             if "protocols" in old:

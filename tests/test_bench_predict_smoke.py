@@ -138,3 +138,28 @@ def test_thread_speedups_compare_one_thread_with_the_users_count():
     slow_t = core.estimate("resnet50", bench_predict.device_of(SPEC), optimizer="sgd_momentum").totals["forward_s"]
     fast_t = core.estimate("resnet50", bench_predict.device_of(fast), optimizer="sgd_momentum").totals["forward_s"]
     assert rows["forward"]["predicted"] == pytest.approx(slow_t / fast_t) and 1 < rows["forward"]["predicted"] <= 2
+
+
+def test_several_runs_are_compared_case_by_case_and_against_the_targets():
+    import predict_runs
+
+    # two runs of the same two cases: resnet18 forward 50 then 60 ms (|50 ÷ 60 − 1| = 1/6), train 160 then 160 ms (0)
+    one = {("resnet18", 1, "forward"): 0.050, ("resnet18", 1, "train_step"): 0.160}
+    two = {("resnet18", 1, "forward"): 0.060, ("resnet18", 1, "train_step"): 0.160}
+    (pair,) = predict_runs.pair_rows({"1": one, "2": two})
+    assert pair["runs"] == "1 / 2"
+    assert pair["forward"] == (pytest.approx(1 / 6), pytest.approx(1 / 6))
+    assert pair["train_step"] == (0.0, 0.0)
+    # a run is within the targets only when both passes' median (≤ 12 %) and p90 (≤ 25 %) are
+    row = dict(run="r", cpu="c", date="d", isolate=False, refused=0, bandwidth=3e10, self_check=0.1,
+               forward_median=0.10, forward_p90=0.20, train_step_median=0.11, train_step_p90=0.24)
+    assert "met in 1 of 2 runs" in predict_runs.markdown([row, {**row, "train_step_p90": 0.26}], [pair])
+    assert predict_runs.timings({"protocols": {"b": {"measured": [
+        {"network": "resnet18", "cases": _case(0.050, 0.160)}]}}}) == one
+
+
+def test_the_layer_check_reads_a_case_as_name_batch_and_size():
+    import cpu_layer_check
+
+    assert cpu_layer_check.parse_case("resnet50:16:112") == ("resnet50", (3, 112, 112), 16)
+    assert cpu_layer_check.parse_case("mobilenet_v2") == ("mobilenet_v2", None, 1)

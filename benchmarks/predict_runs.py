@@ -1,0 +1,95 @@
+"""Protocol (b) over several calibrations on one host (issue 44): each run's accuracy beside its self-check, and how
+much the machine itself moves between runs.
+
+Reads ``bench_predict.py`` caches (``--cache FILE``, one protocol (b) run each: a calibration and the 24 networks
+timed after it) and prints, per run, the host, the calibration's bandwidth and self-check, and the forward and
+training-step median and p90 |error| of the current model on that run's own timings; then, for every pair of runs,
+the median and p90 of |t₁ ÷ t₂ − 1| over the cases both timed: the same network, batch and pass, measured twice.
+No model can be closer to one run's timings than the runs are to each other.
+
+    python benchmarks/predict_runs.py benchmarks/results/predict_amd/*.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+from bench_predict import PASSES, TARGET, evaluate, summarize  # noqa: E402
+
+
+def timings(data: dict) -> dict:
+    """(network, batch, pass) → measured median seconds of a cache's protocol (b)."""
+    out = {}
+    for net in data["protocols"]["b"]["measured"]:
+        for b, case in net.get("cases", {}).items():
+            for p in PASSES:
+                out[(net["network"], int(b), p)] = case[p]["median_s"]
+    return out
+
+
+def run_row(name: str, data: dict) -> dict:
+    b = data["protocols"]["b"]
+    spec = b["calibration"]
+    ev = evaluate(spec, b["measured"])["summary"]
+    cal = spec.get("calibration") or {}
+    host = cal.get("host") or (data["machine"].get("host") or {})
+    return {"run": name, "cpu": host.get("cpu") or data["machine"]["cpu"], "date": cal.get("date", "?"),
+            "isolate": bool(b.get("settings", {}).get("isolate")), "refused": len(b.get("refused") or []),
+            "bandwidth": spec["memory_bandwidth"], "self_check": cal.get("held_out_error"),
+            **{f"{p}_{k}": ev[p]["error"][k] for p in PASSES for k in ("median", "p90")}}
+
+
+def pair_rows(runs: dict) -> list[dict]:
+    out = []
+    for (a, ta), (b, tb) in itertools.combinations(runs.items(), 2):
+        row = {"runs": f"{a} / {b}"}
+        for p in PASSES:
+            r = [abs(ta[k] / tb[k] - 1) for k in ta.keys() & tb.keys() if k[2] == p]
+            row[p] = (summarize(r)["median"], summarize(r)["p90"]) if r else (float("nan"), float("nan"))
+        out.append(row)
+    return out
+
+
+def markdown(rows: list[dict], pairs: list[dict]) -> str:
+    met = sum(all(r[f"{p}_median"] <= TARGET["median"] and r[f"{p}_p90"] <= TARGET["p90"] for p in PASSES)
+              for r in rows)
+    lines = [f"Targets (forward and training step): median ≤ {TARGET['median']:.0%}, p90 ≤ {TARGET['p90']:.0%}; "
+             f"met in {met} of {len(rows)} runs.", "",
+             "| run | CPU | calibrated | networks timed | refused first | bandwidth GB/s | self-check | "
+             "forward median | forward p90 | train median | train p90 |",
+             "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        sc = "–" if r["self_check"] is None else f"{r['self_check']:.0%}"
+        lines.append(f"| {r['run']} | {r['cpu']} | {r['date'].replace('T', ' ')} | "
+                     f"{'each in its own process' if r['isolate'] else 'one process'} | {r['refused']} | "
+                     f"{r['bandwidth'] / 1e9:.1f} | {sc} | {r['forward_median']:.1%} | {r['forward_p90']:.1%} | "
+                     f"{r['train_step_median']:.1%} | {r['train_step_p90']:.1%} |")
+    if pairs:
+        lines += ["", "The same cases measured in two runs, |t₁ ÷ t₂ − 1| (median / p90):", "",
+                  "| runs | forward | training step |", "| --- | ---: | ---: |"]
+        for r in pairs:
+            lines.append(f"| {r['runs']} | {r['forward'][0]:.1%} / {r['forward'][1]:.1%} | "
+                         f"{r['train_step'][0]:.1%} / {r['train_step'][1]:.1%} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> str:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("caches", nargs="+", type=Path)
+    args = ap.parse_args(argv)
+    data = {p.stem: json.loads(p.read_text()) for p in args.caches}
+    text = markdown([run_row(k, d) for k, d in data.items()], pair_rows({k: timings(d) for k, d in data.items()}))
+    print(text, end="")
+    return text
+
+
+if __name__ == "__main__":
+    main()
