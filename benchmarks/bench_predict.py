@@ -512,7 +512,7 @@ def main(argv=None) -> dict | None:
     ap.add_argument("--quick", action="store_true", help="two small networks at batch 1, 3 s calibrations")
     ap.add_argument("--reuse", action="store_true", help=f"evaluate the cached measurements ({CACHE.name})")
     ap.add_argument("--cache", type=Path, default=CACHE,
-                    help="the measurements file (another host's: predict_measured_amd.json)")
+                    help="the measurements file (another host's: predict_amd/N.json)")
     ap.add_argument("--recalibrate", nargs="*", choices=("a", "b"), default=[],
                     help="with --reuse: calibrate these protocols again and evaluate the cached latencies")
     ap.add_argument("--protocols", nargs="*", choices=tuple(PROTOCOLS), default=list(PROTOCOLS),

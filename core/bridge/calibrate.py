@@ -14,8 +14,9 @@ triad; ``alloc_bandwidth`` the fresh bytes a ReLU faults in over its time less i
 ``layer_overhead`` its tiny layer's lowest-decile time; its ``efficiency`` = Σc / Σ(t − m − fresh − overhead) over a
 suite of common layer shapes, clamped to [1e-4, 1]. On a CPU the backward (``backward_efficiency``,
 ``backward_overhead`` per autograd node) and the training forward (``train_efficiency``, ``train_overhead``) are
-fitted the same way, with ``update_overhead`` per parameter tensor of an optimizer step, and ``weight_bandwidth``:
-the rate a forward reads a conv's or linear layer's weights at where they outgrow the caches. Above one thread,
+fitted the same way, with ``update_overhead`` per parameter tensor of an optimizer step, ``weight_bandwidth``: the
+rate a forward reads a conv's or linear layer's weights at where they outgrow the caches, and
+``backward_weight_bandwidth``: a backward's, for its weights and their gradients. Above one thread,
 ``parallel_grain`` g: a layer's time is max(w, min(threads × w, g)), w its work at the calibrated threads' rates.
 A quantity whose runs spread above ``SPREAD_LIMIT``, or a figure out of its bounds, is re-measured, then refused
 (``Unsteady``) unless ``force``; ``calibration.held_out_error`` is the median |predicted ÷ measured − 1| on
@@ -290,8 +291,8 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
             runs = {cls: machine.time_layer(net, b, attrs, each)[0] for cls, (net, b, attrs) in probes.items()}
             return list(runs.values()), runs
 
-        runs = gate.measure("weight-reading timings", weights)
-        _fit_with_weight_rates(fit, lambda e: _weight_bandwidths(probes, runs, e, peaks["fp32"], bandwidth),
+        probe_runs = gate.measure("weight-reading timings", weights)
+        _fit_with_weight_rates(fit, lambda e: _weight_bandwidths(probes, probe_runs, e, peaks["fp32"], bandwidth),
                                weight_bw)
         if weight_bw:       # the suites' efficiencies again, their weights read at that rate as an estimate reads them
             eff = checked(fit, ("layer_overhead", "efficiency"))
@@ -313,15 +314,16 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
                                  weight_bandwidth=back_weight_bw)
 
         bwd = checked(fit_bwd, ("backward_overhead", "backward_efficiency"))
-        each = share * 0.1 / len(probes)
 
-        def back_weights():     # the weight probes' backward: weights read, their gradients written
+        def back_weights():     # the probes' backward: weights read, their gradients written
+            each = share * 0.1 / len(probes)
             runs = {cls: machine.time_backward(net, b, attrs, each)[:2] for cls, (net, b, attrs) in probes.items()}
             return [t for t, _ in runs.values()], {cls: list(zip(t, f)) for cls, (t, f) in runs.items()}
 
-        runs = gate.measure("backward weight timings", back_weights)
-        _fit_with_weight_rates(fit_bwd, lambda e: _weight_bandwidths(probes, runs, e, peaks["fp32"], bandwidth, True,
-                                                                     fresh[1] if fresh else None), back_weight_bw)
+        back_runs = gate.measure("backward weight timings", back_weights)
+        _fit_with_weight_rates(fit_bwd, lambda e: _weight_bandwidths(probes, back_runs, e, peaks["fp32"], bandwidth,
+                                                                     True, fresh[1] if fresh else None),
+                               back_weight_bw)
         if back_weight_bw:      # the backward suites' efficiencies again, as an estimate reads their weights
             bwd = checked(fit_bwd, ("backward_overhead", "backward_efficiency"))
         train = checked(lambda: _efficiencies(timed_train, peaks["fp32"], bandwidth, fresh, weight_bandwidth=weight_bw),
