@@ -7,12 +7,17 @@ training-step median and p90 |error| of the current model on that run's own timi
 the median and p90 of |t₁ ÷ t₂ − 1| over the cases both timed: the same network, batch and pass, measured twice.
 No model can be closer to one run's timings than the runs are to each other.
 
-    python benchmarks/predict_runs.py benchmarks/results/predict_amd/*.json
+``--warm-heap`` evaluates them as if every network ran in a warm process: ``core.cpu_heap`` replayed from glibc's
+thresholds where a freed 32 MiB block leaves them (mmap 32 MiB, trim 64 MiB) instead of a fresh process's (an
+experiment, docs/cpu-calibration.md "Protocol (b) on the AMD EPYC"; estimates have no such setting).
+
+    python benchmarks/predict_runs.py benchmarks/results/predict_amd/*.json [--warm-heap]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import sys
@@ -81,12 +86,35 @@ def markdown(rows: list[dict], pairs: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+@contextlib.contextmanager
+def warm_heap():
+    """Within: every estimate replays its allocations from a warm process's glibc thresholds (``--warm-heap``)."""
+    from core import cpu_heap
+
+    start = cpu_heap.Heap.__init__
+
+    def init(self, mmap_max: int) -> None:
+        start(self, mmap_max)
+        self.mmap_threshold, self.trim_threshold = mmap_max, 2 * mmap_max
+
+    cpu_heap.Heap.__init__ = init
+    cpu_heap.fresh_bytes.cache_clear()
+    try:
+        yield
+    finally:
+        cpu_heap.Heap.__init__ = start
+        cpu_heap.fresh_bytes.cache_clear()
+
+
 def main(argv=None) -> str:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("caches", nargs="+", type=Path)
+    ap.add_argument("--warm-heap", action="store_true", help="replay allocations as in a warm process")
     args = ap.parse_args(argv)
     data = {p.stem: json.loads(p.read_text()) for p in args.caches}
-    text = markdown([run_row(k, d) for k, d in data.items()], pair_rows({k: timings(d) for k, d in data.items()}))
+    with warm_heap() if args.warm_heap else contextlib.nullcontext():
+        rows = [run_row(k, d) for k, d in data.items()]
+    text = markdown(rows, pair_rows({k: timings(d) for k, d in data.items()}))
     print(text, end="")
     return text
 

@@ -163,3 +163,19 @@ def test_the_layer_check_reads_a_case_as_name_batch_and_size():
 
     assert cpu_layer_check.parse_case("resnet50:16:112") == ("resnet50", (3, 112, 112), 16)
     assert cpu_layer_check.parse_case("mobilenet_v2") == ("mobilenet_v2", None, 1)
+
+
+def test_the_warm_heap_experiment_replays_from_glibcs_raised_thresholds_and_restores():
+    import predict_runs
+    from core import cpu_heap
+
+    mmap_max = 32 * 2 ** 20
+    with predict_runs.warm_heap():
+        heap = cpu_heap.Heap(mmap_max)
+        # a warm process: a freed block of 32 MiB raised mmap's threshold to it and trim's to twice it
+        assert (heap.mmap_threshold, heap.trim_threshold) == (mmap_max, 2 * mmap_max)
+        # a 16 MiB block then comes from the heap, not from mmap: fresh only until the heap has it
+        assert heap.malloc(16 * 2 ** 20)[0] != "mmap"
+    fresh = cpu_heap.Heap(mmap_max)
+    assert (fresh.mmap_threshold, fresh.trim_threshold) == (cpu_heap.START_THRESHOLD, cpu_heap.START_THRESHOLD)
+    assert fresh.malloc(16 * 2 ** 20)[0] == "mmap"
