@@ -179,7 +179,7 @@ def channels_last_depthwise(compiled) -> set:
     model does so on 2-byte activations (``gpu_model.cuda_core_backward``), the switch in every precision."""
     last = gpu_model.channels_last_inputs(compiled)
     return {n.name for n in compiled.nodes
-            if n.name in last and n.rule.work_class(n.ctx) == gpu_model.CUDA_CORE_BACKWARD}
+            if n.name in last and gpu_model.depthwise(n.rule.work_class(n.ctx))}
 
 
 def features(rows: list[dict]) -> dict:
@@ -229,7 +229,7 @@ def features(rows: list[dict]) -> dict:
             # screening: cuDNN's tensor-core kernels want NHWC; on NCHW tensors a conv (not a depthwise one: PyTorch's
             # own kernels) transposes its input and output, read and written once each, in every pass (2 kernels)
             for pidx, _w, lw, kind in list(items):
-                if lw is not None and lw.node.op == "conv2d" and lw.work_class != "depthwise_conv" and \
+                if lw is not None and lw.node.op == "conv2d" and not gpu_model.depthwise(lw.work_class) and \
                         kind in ("fwd", "dgrad", "bwd"):
                     xy = (lw.node.in_elems + lw.node.out_elems) * n * prec.activation
                     items.append((pidx, Work("elementwise", 0, 2 * xy, calls=2, backward=pidx == 1), None, "nchw"))
@@ -295,7 +295,7 @@ def features(rows: list[dict]) -> dict:
             cols["cls"].append(CLASS.get(gpu_model.compute_class(w.work_class), 3))
             # screening: a depthwise conv on CUDA cores whatever the precision (no tensor-core kernel: on an H200
             # a depthwise network's bf16 training step took as long as its fp32 one)
-            cuda_core = "dwcuda" in EXP and tc and w.work_class == "depthwise_conv"
+            cuda_core = "dwcuda" in EXP and tc and gpu_model.depthwise(w.work_class)
             # a depthwise conv's backward kernels: their own share of the CUDA-core peak (gpu_model.on_cuda_cores)
             dwb = gpu_model.on_cuda_cores(w, {"depthwise_backward": 1.0})
             if dwb and "dwlast" in EXP and node.name in dw_last[r["network"]]:

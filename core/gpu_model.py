@@ -31,7 +31,7 @@ from pathlib import Path
 
 from .devices import Device
 from .errors import CalcError
-from .registry import REGISTRY, WORK_FALLBACK
+from .registry import REGISTRY, work_fallbacks
 from .terms import Rates, Term, Work
 
 PARAMS_FILE = Path(__file__).resolve().parent / "gpu_params.json"
@@ -78,10 +78,7 @@ TENSOR_FACTOR = {"tf32": "tensor_tf32", "fp16": "tensor_fp16", "bf16": "tensor_f
 def compute_class(work_class: str | None) -> str | None:
     """The fitted parameter a class of work runs at: its own, or its fallback's (``WORK_FALLBACK``: a depthwise conv
     at "grouped_conv", which the published timings were fitted with); None for the memory-bound classes."""
-    if work_class in COMPUTE_CLASSES:
-        return work_class
-    fallback = WORK_FALLBACK.get(work_class)
-    return fallback if fallback in COMPUTE_CLASSES else None
+    return next((c for c in work_fallbacks(work_class) if c in COMPUTE_CLASSES), None)
 
 
 @lru_cache(maxsize=1)
@@ -147,7 +144,8 @@ def dgrad_tiles(node, batch: int) -> int:
     return 0
 
 
-CUDA_CORE_BACKWARD = "depthwise_conv"       # the work class whose backward kernels may run on CUDA cores
+# the work class (and "depthwise_conv_large", which falls back to it) whose backward kernels may run on CUDA cores
+CUDA_CORE_BACKWARD = "depthwise_conv"
                                             # (``cuda_core_backward``, ``on_cuda_cores``)
 PER_CHANNEL = "batch_norm"                  # the work class whose train-mode kernels run one thread block a channel
 
@@ -197,8 +195,12 @@ def cuda_core_backward(lw, compiled, activation: int) -> bool:
     took 0.37–0.59× and 0.09–0.12× the time of PyTorch's NCHW kernels on an H200, so they are timed at the
     grouped-conv rule. In fp32 cuDNN's NHWC weight gradient took 1.2–12× as long (its input gradient 0.47–0.71×),
     so fp32 and TF32 keep the CUDA-core rule (benchmarks/data/probes/)."""
-    return lw.work_class == CUDA_CORE_BACKWARD and not (
-        activation == 2 and lw.node.name in channels_last_inputs(compiled))
+    return depthwise(lw.work_class) and not (activation == 2 and lw.node.name in channels_last_inputs(compiled))
+
+
+def depthwise(work_class: str | None) -> bool:
+    """A depthwise conv of any kernel size (``CUDA_CORE_BACKWARD`` or a class that falls back to it)."""
+    return CUDA_CORE_BACKWARD in work_fallbacks(work_class)
 
 
 STEM_CHANNELS = 3

@@ -31,9 +31,23 @@ FLOPS_PER_MAC = 2
 # model's fitted "grouped_conv", stand for both. BatchNorm split from "elementwise" at the same time: in train mode it
 # first reads its input for the batch statistics, and on our CPU its training forward ran ~3× its inference one,
 # where a ReLU's ran ~1.5×; one figure for both made every BatchNorm network's training forward 25–40 % too fast.
-WORK_CLASSES = ("conv", "grouped_conv", "depthwise_conv", "linear", "pool", "batch_norm", "elementwise", "shape")
+# Depthwise convs with kernels larger than 3×3 (EfficientNet's, MNASNet's and MobileNet V3's 5×5, ConvNeXt's 7×7)
+# split from "depthwise_conv" last: on an AMD EPYC their weight gradient ran at a third of a 3×3's rate per FLOP
+# and their forward at twice it, so one figure made those networks' training step 20–30 % too fast.
+WORK_CLASSES = ("conv", "grouped_conv", "depthwise_conv", "depthwise_conv_large", "linear", "pool", "batch_norm",
+                "elementwise", "shape")
 WORK_FALLBACK = {"pool": "elementwise", "shape": "elementwise", "depthwise_conv": "grouped_conv",
-                 "batch_norm": "elementwise"}
+                 "depthwise_conv_large": "depthwise_conv", "batch_norm": "elementwise"}
+
+
+def work_fallbacks(work_class: str | None) -> tuple[str, ...]:
+    """The class and the classes whose figures stand for it, nearest first: ("depthwise_conv_large",
+    "depthwise_conv", "grouped_conv")."""
+    chain = []
+    while work_class is not None and work_class not in chain:
+        chain.append(work_class)
+        work_class = WORK_FALLBACK.get(work_class)
+    return tuple(chain)
 
 MAX_DIM = 2 ** 24          # 16,777,216: larger tensor dimensions are rejected as absurd (10^12 channels)
 MAX_ELEMS = 2 ** 53        # elements of one tensor per sample (a petabyte): more is absurd, and exact as a float

@@ -17,7 +17,7 @@ from .choices import CONV_ALGORITHMS
 from .errors import CalcError
 from .graph import Compiled, NodeInfo
 from .precision import Precision
-from .registry import WORK_FALLBACK, numel
+from .registry import numel, work_fallbacks
 
 
 def conv_algorithm_flops(info: NodeInfo, algorithm: str) -> tuple[int, int] | None:
@@ -150,14 +150,12 @@ def trainable_layers(compiled: Compiled) -> int:
 
 
 def figure(figures: dict, work_class: str | None, default: float) -> float:
-    """A device's figure for a class of work; a class it has no figure for uses its fallback's (WORK_FALLBACK):
-    a calibration made before pooling had its own class gives pooling elementwise's."""
-    if work_class is None:
-        return default
-    if work_class in figures:
-        return figures[work_class]
-    fallback = WORK_FALLBACK.get(work_class)
-    return figures.get(fallback, default) if fallback else default
+    """A device's figure for a class of work; a class it has no figure for uses its nearest fallback's
+    (WORK_FALLBACK): a calibration made before pooling had its own class gives pooling elementwise's."""
+    for c in work_fallbacks(work_class):
+        if c in figures:
+            return figures[c]
+    return default
 
 
 def conv_choice(info: NodeInfo, algorithm: str, batch: int) -> tuple[str, int]:

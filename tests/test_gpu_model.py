@@ -336,6 +336,22 @@ def test_a_depthwise_backward_runs_on_cuda_cores_by_hand(monkeypatch):
     assert [k.total_s for k in old.layer_times[1].backward_kernels] == pytest.approx([1.0541e-4, 1.9757e-4])
 
 
+def test_a_large_kernel_depthwise_backward_runs_on_cuda_cores_too(monkeypatch):
+    """depthwise_net with a 5×5 depthwise conv ("depthwise_conv_large"): its backward kernels are on CUDA cores
+    as a 3×3's are. dw: 128 outputs × 25 MACs × 2 = 6,400 FLOPs per sample each; batch 2: 12,800; compute 12,800 /
+    2e7 = 6.4e-4 s; memory (128 + 128) × 2 B × 2 + 50 weights × 2 B = 1,124 B / 8e7 = 1.405e-5 s; each kernel
+    6.5405e-4 s (the 3×3's arithmetic above)."""
+    monkeypatch.setattr(gm, "load_params", lambda: {"generations": {"volta": {**TOY_PARAMS,
+                                                                              "depthwise_backward": 0.1}}})
+    net = Network.make("dw", {"x": (2, 8, 8)}, [
+        Node.make("pw", "conv2d", "x", out_channels=2, kernel_size=1, bias=False),
+        Node.make("dw", "conv2d", "pw", out_channels=2, kernel_size=5, padding=2, groups=2, bias=False)])
+    e = estimate(net, TOY, batch_size=2, dtype="fp16", variant="predicted")
+    assert e.layer_times[1].work_class == "depthwise_conv_large"
+    assert e._predicted.work.kernels.cuda_core.sum() == 2
+    assert [k.total_s for k in e.layer_times[1].backward_kernels] == pytest.approx([6.5405e-4, 6.5405e-4])
+
+
 def channels_last_net() -> Network:
     """depthwise_net with its depthwise conv's input permuted to NHWC and back (a channels-last tensor, as in
     ConvNeXt's blocks), then a ReLU (keeps the layout) and a second depthwise conv after it."""

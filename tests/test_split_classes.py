@@ -1,7 +1,8 @@
-"""Depthwise convolutions are a class of work of their own ("depthwise_conv"), split from "grouped_conv", and
-BatchNorm ("batch_norm") from "elementwise": which layer is which, a device calibrated before the split (the old
-class's figures stand for both), and the GPU model, whose fitted "grouped_conv" parameter runs both convs. Hand
-arithmetic on one-layer networks.
+"""Depthwise convolutions are a class of work of their own ("depthwise_conv"), split from "grouped_conv", those with
+kernels above 3×3 one more ("depthwise_conv_large"), split from "depthwise_conv", and BatchNorm ("batch_norm") from
+"elementwise": which layer is which, a device calibrated before the split (the old class's figures stand for both),
+and the GPU model, whose fitted "grouped_conv" parameter runs every grouped conv. Hand arithmetic on one-layer
+networks.
 
 dw(): x (32, 8, 8) → conv 3×3, stride 1, padding 1, groups 32, 32 → 32 channels, no bias.
   MACs 32 × 8 × 8 × 9 = 18,432 per sample → 36,864 FLOPs; batch 1.
@@ -21,9 +22,10 @@ from core.ir import Network, Node
 from core.paleo import estimate
 
 
-def conv(cin: int, cout: int, groups: int) -> Network:
-    return Network.make("one", {"x": (cin, 8, 8)}, [Node.make("c", "conv2d", "x", out_channels=cout, kernel_size=3,
-                                                              padding=1, groups=groups, bias=False)])
+def conv(cin: int, cout: int, groups: int, k: int | tuple = 3) -> Network:
+    pad = tuple(n // 2 for n in k) if isinstance(k, tuple) else k // 2
+    return Network.make("one", {"x": (cin, 8, 8)}, [Node.make("c", "conv2d", "x", out_channels=cout, kernel_size=k,
+                                                              padding=pad, groups=groups, bias=False)])
 
 
 def work_class(net: Network) -> str:
@@ -40,6 +42,19 @@ def work_class(net: Network) -> str:
 ])
 def test_which_conv_is_depthwise(cin, cout, groups, expected):
     assert work_class(conv(cin, cout, groups)) == expected
+
+
+@pytest.mark.parametrize("k, groups, expected", [
+    (5, 32, "depthwise_conv_large"),       # EfficientNet's and MNASNet's 5×5
+    (7, 32, "depthwise_conv_large"),       # ConvNeXt's 7×7
+    ((1, 5), 32, "depthwise_conv"),        # 5 taps: not above a 3×3's 9
+    ((3, 5), 32, "depthwise_conv_large"),  # 15 taps
+    (1, 32, "depthwise_conv"),
+    (5, 2, "grouped_conv"),                # a grouped 5×5 stays grouped
+    (5, 1, "conv"),
+])
+def test_which_depthwise_conv_is_large(k, groups, expected):
+    assert work_class(conv(32, 32, groups, k)) == expected
 
 
 OLD = Device(id="cpu", name="CPU", vendor="test", kind="CPU", year=2026, peak_flops={"fp32": 1e9},
@@ -67,7 +82,23 @@ def test_a_device_with_depthwise_figures_uses_them():
     assert grouped.work_class == "grouped_conv" and grouped.forward.compute_s == pytest.approx(1.47456e-3)
 
 
+def test_a_large_kernel_depthwise_conv_runs_at_the_nearest_figures_the_device_has():
+    """conv(32, 32, 32, k=5): MACs 32 × 8 × 8 × 25 = 51,200 per sample → 102,400 FLOPs. At OLD's grouped 0.4 (no
+    depthwise figure at all): 102,400 / 4e8 = 2.56e-4 s; at a depthwise 0.1: / 1e8 = 1.024e-3 s; at its own 0.5:
+    / 5e8 = 2.048e-4 s, with its own 3e-5 s per call (the 3×3 depthwise conv keeps 0.1: 36,864 / 1e8)."""
+    assert estimate(conv(32, 32, 32, 5), OLD).layer_times[0].forward.compute_s == pytest.approx(2.56e-4)
+    dw = dataclasses.replace(OLD, efficiency={**OLD.efficiency, "depthwise_conv": 0.1})
+    assert estimate(conv(32, 32, 32, 5), dw).layer_times[0].forward.compute_s == pytest.approx(1.024e-3)
+    large = dataclasses.replace(dw, efficiency={**dw.efficiency, "depthwise_conv_large": 0.5},
+                                layer_overhead={**dw.layer_overhead, "depthwise_conv_large": 3e-5})
+    layer = estimate(conv(32, 32, 32, 5), large).layer_times[0]
+    assert layer.work_class == "depthwise_conv_large"
+    assert layer.forward.compute_s == pytest.approx(2.048e-4) and layer.forward.overhead_s == pytest.approx(3e-5)
+    assert estimate(conv(32, 32, 32), large).layer_times[0].forward.compute_s == pytest.approx(3.6864e-4)
+
+
 def test_the_gpu_model_runs_depthwise_at_its_fitted_grouped_parameter():
+    assert gpu_model.compute_class("depthwise_conv_large") == "grouped_conv"
     assert gpu_model.compute_class("depthwise_conv") == "grouped_conv"
     assert gpu_model.compute_class("grouped_conv") == "grouped_conv"
     assert gpu_model.compute_class("conv") == "conv"

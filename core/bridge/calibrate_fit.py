@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import statistics
 
-from ..registry import WORK_CLASSES, WORK_FALLBACK
+from ..registry import WORK_CLASSES, work_fallbacks
 from .calibrate_suites import GRAIN_FIT, _input_grad, _time_networks
 from .noise_gate import Gate
 
@@ -26,7 +26,7 @@ OUTLIER_FACTOR = 10.0
 # only where the figure is a compute rate: for the memory-bound classes it is what is left of a layer's time after
 # its bytes at the STREAM bandwidth, which differs by 10× and more between layers that are all steady (a ReLU that
 # stays in cache beats the bandwidth: 1; a global average pool: 0.01–0.09)
-OUTLIER_CLASSES = ("conv", "grouped_conv", "depthwise_conv", "linear")
+OUTLIER_CLASSES = ("conv", "grouped_conv", "depthwise_conv", "depthwise_conv_large", "linear")
 GRAIN_GRID = (0.0,) + tuple(10e-6 * 1.25 ** k for k in range(28))     # 0, then 10 µs … ~4 ms
 
 
@@ -34,7 +34,7 @@ def _every_class(measured: dict) -> dict:
     """A figure for every class of work (``core.registry.WORK_CLASSES``): the measured one, or for a class without
     a suite of its own (shape: concat and pad are copies) its fallback's (``WORK_FALLBACK``), as the engine would
     take it anyway."""
-    return {c: measured[c] if c in measured else measured[WORK_FALLBACK[c]] for c in WORK_CLASSES}
+    return {c: next(measured[f] for f in work_fallbacks(c) if f in measured) for c in WORK_CLASSES}
 
 
 # == fitting ======================================================================================================

@@ -28,7 +28,7 @@ _MM_DTYPES = {**TORCH_DTYPES, "tf32": TORCH_DTYPES["fp32"]}
 MIN_RUNS = 5                  # timed runs of every benchmark at least, after one warm-up (an IQR needs a few)
 # classes whose backward suite also runs at its second batch (8×): a depthwise conv's backward rate falls with the
 # batch (docs/cpu-calibration.md, "Notes from the code"); the other classes keep the budget's first batch
-BACKWARD_BOTH_BATCHES = ("depthwise_conv",)
+BACKWARD_BOTH_BATCHES = ("depthwise_conv", "depthwise_conv_large")
 # the self-check's networks: (built-in name, per-sample input shape or None for the network's own), batch 1
 HELD_OUT = (("mnist_cnn", None), ("squeezenet1_0", (3, 64, 64)), ("resnet18", (3, 64, 64)))
 # parallel_grain is fitted on these whole networks at batch 1, at more than one thread only: twelve of the zoo's
@@ -129,11 +129,16 @@ def _case_specs(gpu: bool) -> dict:
         "grouped_conv": [conv(8, 8, 3, 4, groups=2, batch=1),
                          conv(128, 128, 3, 56, groups=32), conv(256, 256, 3, 28, groups=32),
                          conv(512, 512, 3, 14, groups=32), conv(160, 160, 3, 14, groups=10)],
-        # MobileNet V2/V3 and EfficientNet depthwise 3×3 and 5×5, stride 1 and 2
+        # MobileNet V2/V3 and EfficientNet depthwise 3×3, stride 1 and 2
         "depthwise_conv": [conv(4, 4, 3, 4, groups=4, batch=1),
                            conv(32, 32, 3, 112, groups=32), conv(144, 144, 3, 56, stride=2, groups=144),
-                           conv(192, 192, 3, 28, groups=192), conv(480, 480, 5, 14, groups=480),
-                           conv(960, 960, 3, 7, groups=960), conv(96, 96, 3, 112, stride=2, groups=96)],
+                           conv(192, 192, 3, 28, groups=192), conv(960, 960, 3, 7, groups=960),
+                           conv(96, 96, 3, 112, stride=2, groups=96)],
+        # EfficientNet's and MNASNet's depthwise 5×5 (stride 1 and 2), ConvNeXt's 7×7
+        "depthwise_conv_large": [conv(4, 4, 5, 4, groups=4, batch=1),
+                                 conv(144, 144, 5, 56, stride=2, groups=144), conv(240, 240, 5, 14, groups=240),
+                                 conv(480, 480, 5, 14, groups=480), conv(672, 672, 5, 7, groups=672),
+                                 conv(96, 96, 7, 56, groups=96), conv(384, 384, 7, 14, groups=384)],
         "linear": [linear(4, 4, 1), linear(1024, 1024, 64 * nb), linear(2048, 1000, nb), linear(4096, 4096, nb)],
         "pool": [pool("max_pool2d", 4, 4, 2, 2),
                  pool("max_pool2d", 64, 112, 3, 2, 1), pool("max_pool2d", 192, 28, 3, 1, 1),

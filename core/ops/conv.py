@@ -123,7 +123,10 @@ def _conv_formula(ctx: Ctx, batch: int) -> list[FormulaLine]:
 def _conv_work(ctx: Ctx) -> str:
     if ctx["groups"] == 1:
         return "conv"
-    return "depthwise_conv" if _is_depthwise(ctx) else "grouped_conv"
+    if not _is_depthwise(ctx):
+        return "grouped_conv"
+    kh, kw = ctx["kernel_size"]
+    return "depthwise_conv_large" if kh * kw > 9 else "depthwise_conv"
 
 
 def _is_depthwise(ctx: Ctx) -> bool:
