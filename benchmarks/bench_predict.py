@@ -294,16 +294,25 @@ def summarize(errors: list[float]) -> dict:
     return {"median": statistics.median(errors), "p90": percentile(errors, 0.9), "max": max(errors), "n": len(errors)}
 
 
-def evaluate(spec: dict, measured: list[dict]) -> dict:
+def process_of(key: str, prot: dict) -> str:
+    """The estimate setting ``process`` that describes how a protocol timed its networks: "warm" where they ran one
+    after another in one process ((b), and (c), judged on (b)'s latencies), "fresh" where each had a process of its
+    own ((a), and (b) with ``--isolate``)."""
+    b = prot.get("b", {})
+    one = key in ("b", "c") and not b.get("settings", {}).get("isolate") and b.get("processes", 1) == 1
+    return "warm" if one else "fresh"
+
+
+def evaluate(spec: dict, measured: list[dict], process: str = "fresh") -> dict:
     """Per network, batch and pass: measured, predicted and baseline latency with their errors, and per pass the
-    summary (overall, and per batch size)."""
+    summary (overall, and per batch size); ``process``: the estimate setting (``process_of``)."""
     dev = device_of(spec)
     peak = dev.peak("fp32")
     rows = []
     for m in measured:
         for b, case in m.get("cases", {}).items():
             r = core.analyze(m["network"], input_shape=tuple(case["input"]), batch_size=int(b), optimizer=OPTIMIZER)
-            t = estimate(r, dev, batch_size=int(b), optimizer=OPTIMIZER).totals
+            t = estimate(r, dev, batch_size=int(b), optimizer=OPTIMIZER, process=process).totals
             for p in PASSES:
                 lat = case[p]
                 rows.append({"network": m["network"], "batch": int(b), "input": case["input"], "pass": p,
@@ -327,21 +336,25 @@ def evaluate(spec: dict, measured: list[dict]) -> dict:
         summary[p] = {key: summarize([r[key] for r in mine]) for key in ("error", "baseline_error")}
         for b in sorted({r["batch"] for r in mine}):
             summary[p][f"median_b{b}"] = statistics.median(r["error"] for r in mine if r["batch"] == b)
-    return {"rows": rows, "summary": summary, "baseline_ppp": ppp, "device": dev,
+    return {"rows": rows, "summary": summary, "baseline_ppp": ppp, "device": dev, "process": process,
             "failed": {m["network"]: m["failed"] for m in measured if "failed" in m}}
 
 
 def evaluate_all(data: dict) -> dict:
-    """Each protocol's evaluation; (c)'s accepted calibrations are judged on (b)'s latencies."""
+    """Each protocol's evaluation, with the ``process`` setting that describes it (``process_of``); (b) also with
+    the default setting ("b_default"); (c)'s accepted calibrations are judged on (b)'s latencies."""
     prot = data["protocols"]
     out = {}
     for key in ("a", "b"):
         if key in prot and prot[key].get("calibration"):
-            out[key] = evaluate(prot[key]["calibration"], prot[key]["measured"])
+            out[key] = evaluate(prot[key]["calibration"], prot[key]["measured"], process_of(key, prot))
+    if "b" in out and out["b"]["process"] != "fresh":
+        out["b_default"] = evaluate(prot["b"]["calibration"], prot["b"]["measured"])
     if "c" in prot:
         quiet = prot.get("b", {}).get("measured")
         out["c"] = [{"refused": t["refused"]} if "refused" in t else
-                    {"spec": t["spec"], **({"eval": evaluate(t["spec"], quiet)} if quiet else {})}
+                    {"spec": t["spec"], **({"eval": evaluate(t["spec"], quiet, process_of("c", prot))}
+                                           if quiet else {})}
                     for t in prot["c"]["trials"]]
     return out
 
@@ -427,7 +440,9 @@ def markdown(results: dict) -> str:
         "rounds; median of the processes' medians (each: 2 warm-ups, 7 runs; 3 at batch 16).",
         "- (b) as a user runs it: `calibrate()`'s defaults (30 s, torch's default threads) in its own process, then "
         + ("each network in a process of its own" if prot.get("b", {}).get("settings", {}).get("isolate") else
-           "every network in one process") + " at those threads, median of 7 after 3 warm-ups.",
+           "every network in one process") + " at those threads, median of 7 after 3 warm-ups"
+        + (f"; predicted with `process=\"{ev['b']['process']}\"` (a process that has run other networks: glibc's "
+           "mmap threshold at its ceiling)" if ev.get("b", {}).get("process") == "warm" else "") + ".",
         "- (c) busy neighbour: `calibrate()`'s defaults while a busy-loop process holds one core; the networks are "
         "(b)'s, timed on a quiet machine.",
         "",
@@ -444,6 +459,13 @@ def markdown(results: dict) -> str:
             lines.append(f"| {PROTOCOLS[key]['label']} | {p.replace('_', ' ')} | {e['median']:.1%} | {e['p90']:.1%} | "
                          f"{e['max']:.1%} | {_pct(s.get('median_b1'))} | "
                          f"{_pct(s.get('median_b16'))} | {be['median']:.1%} | {be['p90']:.1%} |")
+    if "b_default" in ev:
+        for p in PASSES:
+            s = ev["b_default"]["summary"][p]
+            lines.append(f"| (b), default `process=\"fresh\"` | {p.replace('_', ' ')} | {s['error']['median']:.1%} | "
+                         f"{s['error']['p90']:.1%} | {s['error']['max']:.1%} | {_pct(s.get('median_b1'))} | "
+                         f"{_pct(s.get('median_b16'))} | {s['baseline_error']['median']:.1%} | "
+                         f"{s['baseline_error']['p90']:.1%} |")
     for k, trial in enumerate(ev.get("c", []), 1):
         if "refused" in trial:
             lines.append(f"| (c) trial {k} | — | refused: “{trial['refused']}” | | | | | | |")

@@ -7,17 +7,15 @@ training-step median and p90 |error| of the current model on that run's own timi
 the median and p90 of |t₁ ÷ t₂ − 1| over the cases both timed: the same network, batch and pass, measured twice.
 No model can be closer to one run's timings than the runs are to each other.
 
-``--warm-heap`` evaluates them as if every network ran in a warm process: ``core.cpu_heap`` replayed from glibc's
-thresholds where a freed 32 MiB block leaves them (mmap 32 MiB, trim 64 MiB) instead of a fresh process's (an
-experiment, docs/cpu-calibration.md "Protocol (b) on the AMD EPYC"; estimates have no such setting).
+Each run is predicted with the estimate setting ``process`` that describes it (``bench_predict.process_of``:
+"warm" for networks timed one after another in one process, "fresh" for ``--isolate``); ``--process`` overrides it.
 
-    python benchmarks/predict_runs.py benchmarks/results/predict_amd/*.json [--warm-heap]
+    python benchmarks/predict_runs.py benchmarks/results/predict_amd/*.json [--process fresh]
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import itertools
 import json
 import sys
@@ -27,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from bench_predict import PASSES, TARGET, evaluate, summarize  # noqa: E402
+from bench_predict import PASSES, TARGET, evaluate, process_of, summarize  # noqa: E402
 
 
 def timings(data: dict) -> dict:
@@ -40,14 +38,16 @@ def timings(data: dict) -> dict:
     return out
 
 
-def run_row(name: str, data: dict) -> dict:
+def run_row(name: str, data: dict, process: str | None = None) -> dict:
     b = data["protocols"]["b"]
     spec = b["calibration"]
-    ev = evaluate(spec, b["measured"])["summary"]
+    process = process or process_of("b", data["protocols"])
+    ev = evaluate(spec, b["measured"], process)["summary"]
     cal = spec.get("calibration") or {}
     host = cal.get("host") or (data["machine"].get("host") or {})
     return {"run": name, "cpu": host.get("cpu") or data["machine"]["cpu"], "date": cal.get("date", "?"),
-            "isolate": bool(b.get("settings", {}).get("isolate")), "refused": len(b.get("refused") or []),
+            "isolate": bool(b.get("settings", {}).get("isolate")), "process": process,
+            "refused": len(b.get("refused") or []),
             "bandwidth": spec["memory_bandwidth"], "self_check": cal.get("held_out_error"),
             **{f"{p}_{k}": ev[p]["error"][k] for p in PASSES for k in ("median", "p90")}}
 
@@ -68,13 +68,14 @@ def markdown(rows: list[dict], pairs: list[dict]) -> str:
               for r in rows)
     lines = [f"Targets (forward and training step): median ≤ {TARGET['median']:.0%}, p90 ≤ {TARGET['p90']:.0%}; "
              f"met in {met} of {len(rows)} runs.", "",
-             "| run | CPU | calibrated | networks timed | refused first | bandwidth GB/s | self-check | "
+             "| run | CPU | calibrated | networks timed | predicted as | refused first | bandwidth GB/s | self-check | "
              "forward median | forward p90 | train median | train p90 |",
-             "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
         sc = "–" if r["self_check"] is None else f"{r['self_check']:.0%}"
-        lines.append(f"| {r['run']} | {r['cpu']} | {r['date'].replace('T', ' ')} | "
-                     f"{'each in its own process' if r['isolate'] else 'one process'} | {r['refused']} | "
+        timed = "each in its own process" if r["isolate"] else "one process"
+        lines.append(f"| {r['run']} | {r['cpu']} | {r['date'].replace('T', ' ')} | {timed} | {r['process']} | "
+                     f"{r['refused']} | "
                      f"{r['bandwidth'] / 1e9:.1f} | {sc} | {r['forward_median']:.1%} | {r['forward_p90']:.1%} | "
                      f"{r['train_step_median']:.1%} | {r['train_step_p90']:.1%} |")
     if pairs:
@@ -86,34 +87,14 @@ def markdown(rows: list[dict], pairs: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-@contextlib.contextmanager
-def warm_heap():
-    """Within: every estimate replays its allocations from a warm process's glibc thresholds (``--warm-heap``)."""
-    from core import cpu_heap
-
-    start = cpu_heap.Heap.__init__
-
-    def init(self, mmap_max: int) -> None:
-        start(self, mmap_max)
-        self.mmap_threshold, self.trim_threshold = mmap_max, 2 * mmap_max
-
-    cpu_heap.Heap.__init__ = init
-    cpu_heap.fresh_bytes.cache_clear()
-    try:
-        yield
-    finally:
-        cpu_heap.Heap.__init__ = start
-        cpu_heap.fresh_bytes.cache_clear()
-
-
 def main(argv=None) -> str:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("caches", nargs="+", type=Path)
-    ap.add_argument("--warm-heap", action="store_true", help="replay allocations as in a warm process")
+    ap.add_argument("--process", choices=("fresh", "warm"),
+                    help="the estimates' process setting (default: the one that describes each run's protocol)")
     args = ap.parse_args(argv)
     data = {p.stem: json.loads(p.read_text()) for p in args.caches}
-    with warm_heap() if args.warm_heap else contextlib.nullcontext():
-        rows = [run_row(k, d) for k, d in data.items()]
+    rows = [run_row(k, d, args.process) for k, d in data.items()]
     text = markdown(rows, pair_rows({k: timings(d) for k, d in data.items()}))
     print(text, end="")
     return text

@@ -12,6 +12,9 @@ FITTED_PRECISIONS = ("fp32", "tf32", "fp16", "bf16")      # compute precisions t
 LAUNCHES = ("eager", "cuda_graphs")     # how kernels reach the GPU in the predicted model: eager PyTorch (the host
 #                                         pays a fitted cost per kernel call) or CUDA Graphs (a captured pass replayed:
 #                                         no per-call host cost; the GPU's own few-µs gap per kernel is not modelled)
+PROCESSES = ("fresh", "warm")        # the process a calibrated Linux CPU's times are for: a script's first network
+#                                     (glibc's allocator at its start) or one that has run others (its mmap threshold
+#                                     raised to the 32 MiB ceiling: a notebook, the app, a loop over networks)
 CONV_ALGORITHMS = ("direct", "fft", "winograd", "auto")   # auto: the fewest FLOPs among those that apply
 ALLREDUCE = ("ring", "tree", "parameter_server")          # data-parallel gradient all-reduce schemes
 COMM_MODELS = ("ddp", "paleo")      # data parallelism as DDP runs it (buckets overlapping the backward, NCCL's

@@ -21,6 +21,7 @@ from .choices import (
     DEFAULT_OPTIMIZER,
     INPUT_PIPELINES,
     LAUNCHES,
+    PROCESSES,
     REDUCE_DTYPES,
     VARIANTS,
 )
@@ -78,6 +79,9 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--launch", default=LAUNCHES[0], choices=LAUNCHES,
                    help="predicted model: eager PyTorch (a fitted host cost per kernel, the default) or cuda_graphs "
                         "(a captured pass replayed: no per-kernel host cost)")
+    e.add_argument("--process", default=PROCESSES[0], choices=PROCESSES,
+                   help="a calibrated Linux CPU: fresh (default), a script's first network; warm, a process that "
+                        "has run other networks (a notebook, a loop over networks): fewer fresh pages")
     e.add_argument("--fused", action="store_true", help="elementwise and norm layers do not round-trip memory")
     e.add_argument("--workers", type=int, default=1, help="data-parallel workers")
     e.add_argument("--link", help="interconnect id or name for --workers > 1")
@@ -185,7 +189,7 @@ def _run(args) -> int:
                        ppp_comm=args.ppp_comm, allreduce=args.allreduce, launch=args.launch, input_shape=args.input,
                        threads=args.threads, db=db, comm_model=args.comm_model, bucket_mb=args.bucket_mb,
                        reduce_dtype=args.reduce_dtype, input_pipeline=args.input_pipeline, cpu_cores=args.cpu_cores,
-                       nodes=args.nodes, node_link=args.node_link, nics=args.nics)
+                       nodes=args.nodes, node_link=args.node_link, nics=args.nics, process=args.process)
         text = (json.dumps(est.to_dict(), indent=1, allow_nan=False) if args.json
                 else format_estimate(est, explain=args.explain))
         print(text)

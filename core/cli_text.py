@@ -236,6 +236,8 @@ def format_estimate(est, explain: bool = False) -> str:
             f"(compute {_seconds(t['forward_compute_s'])}, memory {_seconds(t['forward_memory_s'])}"
             + (f" of which {_seconds(t['forward_fresh_s'])} writing {_si(t['forward_fresh_bytes'], 'B')} to fresh "
                "pages" if t["forward_fresh_s"] else "")
+            + ((" in a warm process" if t["forward_fresh_s"] else ", no fresh pages in a warm process")
+               if est.process == "warm" and est.device.alloc_bandwidth else "")
             + (f", per-layer overhead {_seconds(t['forward_overhead_s'])}" if t["forward_overhead_s"] else "")
             + ")")
     cal = calibration_line(est.device)

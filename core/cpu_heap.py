@@ -14,14 +14,14 @@ a forward pass's allocations through a model of glibc's main arena (``malloc/mal
   or above the trim threshold, the heap is trimmed back to 128 KiB of padding (``M_TOP_PAD``): those pages are fresh
   again next time.
 
-What each layer allocates is its rule's ``cpu_alloc`` (``core.ops``; measured as minor page faults, ``getrusage``,
-per call with the mmap threshold pinned low so that every allocation is a fresh ``mmap``): a oneDNN conv allocates
-reordered copies besides its output, max pooling its int64 indices; a node marked ``inplace``
+What each layer allocates is its rule's ``cpu_alloc`` (``core.ops``; measured as minor page faults per call): a
+oneDNN conv allocates reordered copies besides its output, max pooling its int64 indices; a node marked ``inplace``
 (``nn.ReLU(inplace=True)``, ``out += identity``) and a view allocate nothing; every other layer allocates its output.
 A tensor is freed after its last consumer; the network's input is the caller's and stays.
 
-The pass is replayed ``passes`` times on one heap (timed runs follow warm-up runs); the last pass's fresh bytes per
-node are charged at the device's page-fault rate (``alloc_bandwidth``, ``core.terms``). Not modelled: glibc's
+The pass is replayed ``passes`` times on one heap (timed runs follow warm-up runs), from a fresh process's
+thresholds or, ``warm``, from where an earlier block of ``mmap_max`` left them; the last pass's fresh bytes per node
+are charged at the device's page-fault rate (``alloc_bandwidth``, ``core.terms``). Not modelled: glibc's
 small-block bins and fragmentation by Python's own objects, and other allocators (jemalloc, tcmalloc, a GPU's).
 """
 
@@ -44,9 +44,10 @@ SPLIT_MIN = 4096                  # a remainder smaller than this stays with the
 class Heap:
     """glibc's main arena, reduced to what decides fresh pages for large blocks (see the module docstring)."""
 
-    def __init__(self, mmap_max: int):
+    def __init__(self, mmap_max: int, warm: bool = False):
         self.mmap_max = mmap_max
-        self.mmap_threshold = self.trim_threshold = START_THRESHOLD
+        # warm: a block of at least mmap_max was freed before (another network, in the same process)
+        self.mmap_threshold, self.trim_threshold = (mmap_max, 2 * mmap_max) if warm else (START_THRESHOLD,) * 2
         self.chunks: list[list] = []    # [start, size, free], in address order, below the top
         self.top = 0                    # where the top chunk starts
         self.mapped = 0                 # heap end: bytes obtained from the OS (sbrk)
@@ -108,8 +109,9 @@ def layer_allocations(info, batch: int, act_bytes: int, weight_bytes: int) -> tu
 
 @lru_cache(maxsize=128)
 def fresh_bytes(compiled, batch: int, act_bytes: int, weight_bytes: int, mmap_max: int,
-                passes: int = 4) -> tuple[int, ...]:
-    """Fresh bytes each node of ``compiled`` writes in a warm forward pass at ``batch``, in node order."""
+                passes: int = 4, warm: bool = False) -> tuple[int, ...]:
+    """Fresh bytes each node of ``compiled`` writes in a warmed-up forward pass at ``batch``, in node order;
+    ``warm``: in a process whose earlier work left glibc's thresholds at their ceiling (``Heap``)."""
     nodes = compiled.nodes
     plan = [layer_allocations(n, batch, act_bytes, weight_bytes) for n in nodes]
     owner: dict[str, str] = {}          # node → the node whose block holds its output (views, in-place ops)
@@ -122,7 +124,7 @@ def fresh_bytes(compiled, batch: int, act_bytes: int, weight_bytes: int, mmap_ma
     frees = [[] for _ in nodes]
     for root, k in dies_at.items():
         frees[k].append(root)
-    heap = Heap(mmap_max)
+    heap = Heap(mmap_max, warm)
     per_node = [0] * len(nodes)
     for _ in range(passes):
         live: dict[str, list] = {}

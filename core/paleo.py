@@ -20,7 +20,7 @@ from math import isfinite
 from typing import Any
 
 from . import cpu_heap, gpu_model
-from .choices import CONV_ALGORITHMS, DEFAULT_DTYPE, DEFAULT_OPTIMIZER, LAUNCHES, VARIANTS
+from .choices import CONV_ALGORITHMS, DEFAULT_DTYPE, DEFAULT_OPTIMIZER, LAUNCHES, PROCESSES, VARIANTS
 from .cpu_threads import calibrated_threads, small_layer_factor
 from .data_parallel import DataParallel, DataParallelStep, ddp_step, paleo_step
 from .devices import Device, DeviceDB, Interconnect, resolve_device, resolve_link
@@ -73,7 +73,7 @@ class Estimate:
                  link: Interconnect | None = None, ppp_comm: float = 1.0, allreduce: str = "ring",
                  launch: str = "eager", threads: int | None = None, comm_model: str = "ddp", bucket_mb: float = 25.0,
                  reduce_dtype: str = "auto", input_pipeline: str = "synthetic", cpu_cores: int | None = None,
-                 nodes: int = 1, node_link: Interconnect | None = None, nics: int = 1):
+                 nodes: int = 1, node_link: Interconnect | None = None, nics: int = 1, process: str = "fresh"):
         self.report = report
         self.device = device
         self.precision: Precision = report.precision
@@ -91,7 +91,7 @@ class Estimate:
         self.parallel = DataParallel(workers, link, ppp_comm, allreduce, comm_model, bucket_mb, reduce_dtype,
                                      input_pipeline, cpu_cores, nodes, node_link, nics)
         self.workers, self.link, self.ppp_comm, self.allreduce = workers, link, float(ppp_comm), allreduce
-        self.launch = choice(launch, LAUNCHES, "launch")
+        self.launch, self.process = choice(launch, LAUNCHES, "launch"), choice(process, PROCESSES, "process")
         self.fused = bool(fused)
         check_threads(threads, device)
         # the torch thread count the times are for: a calibrated CPU's (None: datasheet figures or a GPU)
@@ -182,7 +182,7 @@ class Estimate:
             return (0,) * len(self.work.layers)
         p = self.precision
         return cpu_heap.fresh_bytes(self.report.compiled, self.report.batch_size, p.activation, p.weight,
-                                    int(self.device.alloc_threshold))
+                                    int(self.device.alloc_threshold), warm=self.process == "warm")
 
     def _algorithm(self, info: NodeInfo) -> str:
         if self.variant == "predicted":
@@ -556,7 +556,7 @@ class Estimate:
             # a prediction picks each conv's algorithm as the library would (each layer row names it)
             "variant": self.variant,
             "conv_algorithm": "library" if self.variant == "predicted" else self.conv_algorithm,
-            "fused": self.fused, "launch": self.launch,
+            "fused": self.fused, "launch": self.launch, "process": self.process,
             "workers": self.workers, "link": self.link.id if self.link else None,
             "totals": self.totals, "roofline": self.roofline, "layers": self.layers,
             "variant_reason": self.variant_reason, "typical_error": self.typical_error,
@@ -584,7 +584,8 @@ def estimate(model: Report | Network, device: Any, batch_size: int = 1, dtype: s
              ppp: float = 1.0, ppp_memory: float | None = None, optimizer: str = DEFAULT_OPTIMIZER,
              variant: str = "auto", conv_algorithm: str = "direct", fused: bool = False, workers: int = 1,
              link: Any = None, ppp_comm: float = 1.0, allreduce: str = "ring", launch: str = "eager",
-             threads: int | None = None, db: DeviceDB | None = None, node_link: Any = None, **parallel) -> Estimate:
+             threads: int | None = None, db: DeviceDB | None = None, node_link: Any = None, process: str = "fresh",
+             **parallel) -> Estimate:
     """Time estimate of ``model`` (a Report or a Network) on ``device`` (id, name or Device). ``variant`` "auto":
     the fitted GPU model where it applies (``auto_variant``), else PALEO. ``threads``: the torch CPU thread count
     asked for; a calibrated CPU predicts only the count it was calibrated at (``calibration.threads``), any other
@@ -595,4 +596,4 @@ def estimate(model: Report | Network, device: Any, batch_size: int = 1, dtype: s
     check_settings(parallel, taken=tuple(k for k in SETTINGS if k not in DP_SETTINGS) + ("node_link",))
     return Estimate(report, dev, ppp=ppp, ppp_memory=ppp_memory, variant=variant, conv_algorithm=conv_algorithm,
                     fused=fused, workers=workers, link=lk, ppp_comm=ppp_comm, allreduce=allreduce, launch=launch,
-                    threads=threads, node_link=nk, **parallel)
+                    threads=threads, node_link=nk, process=process, **parallel)

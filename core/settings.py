@@ -78,8 +78,8 @@ def choice(value: str, options: tuple, field: str) -> str:
 
 
 SETTINGS = ("ppp", "ppp_memory", "variant", "conv_algorithm", "fused", "workers", "link", "ppp_comm", "allreduce",
-            "launch", "threads", "comm_model", "bucket_mb", "reduce_dtype", "input_pipeline", "cpu_cores", "nodes",
-            "node_link", "nics")
+            "launch", "threads", "process", "comm_model", "bucket_mb", "reduce_dtype", "input_pipeline", "cpu_cores",
+            "nodes", "node_link", "nics")
 DP_SETTINGS = SETTINGS[-8:]      # core.data_parallel's
 
 

@@ -151,7 +151,7 @@ def test_several_runs_are_compared_case_by_case_and_against_the_targets():
     assert pair["forward"] == (pytest.approx(1 / 6), pytest.approx(1 / 6))
     assert pair["train_step"] == (0.0, 0.0)
     # a run is within the targets only when both passes' median (≤ 12 %) and p90 (≤ 25 %) are
-    row = dict(run="r", cpu="c", date="d", isolate=False, refused=0, bandwidth=3e10, self_check=0.1,
+    row = dict(run="r", cpu="c", date="d", isolate=False, process="warm", refused=0, bandwidth=3e10, self_check=0.1,
                forward_median=0.10, forward_p90=0.20, train_step_median=0.11, train_step_p90=0.24)
     assert "met in 1 of 2 runs" in predict_runs.markdown([row, {**row, "train_step_p90": 0.26}], [pair])
     assert predict_runs.timings({"protocols": {"b": {"measured": [
@@ -165,17 +165,13 @@ def test_the_layer_check_reads_a_case_as_name_batch_and_size():
     assert cpu_layer_check.parse_case("mobilenet_v2") == ("mobilenet_v2", None, 1)
 
 
-def test_the_warm_heap_experiment_replays_from_glibcs_raised_thresholds_and_restores():
-    import predict_runs
-    from core import cpu_heap
+def test_each_protocol_is_predicted_with_the_process_setting_that_describes_it():
+    """(a) times each network in a process of its own: "fresh"; (b) in one process: "warm", and (c) is judged on
+    (b)'s latencies; (b) with --isolate (a process per network): "fresh"."""
+    import bench_predict
 
-    mmap_max = 32 * 2 ** 20
-    with predict_runs.warm_heap():
-        heap = cpu_heap.Heap(mmap_max)
-        # a warm process: a freed block of 32 MiB raised mmap's threshold to it and trim's to twice it
-        assert (heap.mmap_threshold, heap.trim_threshold) == (mmap_max, 2 * mmap_max)
-        # a 16 MiB block then comes from the heap, not from mmap: fresh only until the heap has it
-        assert heap.malloc(16 * 2 ** 20)[0] != "mmap"
-    fresh = cpu_heap.Heap(mmap_max)
-    assert (fresh.mmap_threshold, fresh.trim_threshold) == (cpu_heap.START_THRESHOLD, cpu_heap.START_THRESHOLD)
-    assert fresh.malloc(16 * 2 ** 20)[0] == "mmap"
+    one = {"b": {"processes": 1, "settings": {}}}
+    isolated = {"b": {"processes": 24, "settings": {"isolate": True}}}
+    assert bench_predict.process_of("a", one) == "fresh"
+    assert bench_predict.process_of("b", one) == bench_predict.process_of("c", one) == "warm"
+    assert bench_predict.process_of("b", isolated) == bench_predict.process_of("c", isolated) == "fresh"

@@ -103,3 +103,32 @@ def test_estimate_table_shows_fresh_pages_and_overhead_on_a_calibrated_cpu():
     assert "PALEO with this machine's calibrated efficiencies" in text and "optimistic" not in text
     text = format_estimate(estimate("mnist_cnn", dev, batch_size=64), explain=True)
     assert "PPP 1.0 × the calibrated efficiency of each class of work" in text and "optimistic" not in text
+
+
+def test_a_warm_process_pays_no_fresh_pages_the_allocator_keeps():
+    """Two ReLUs on (1024, 1024) (tests/test_cpu_heap.py traces glibc by hand): a fresh process faults 4,063,232 +
+    4,194,304 = 8,257,536 B a pass, 8.257536 ms at 1 GB/s; a warm one none, and its forward is shorter by exactly
+    that. A GPU has no fresh-page term: the setting changes nothing there. The CLI takes --process and says it."""
+    import dataclasses
+
+    from core.cli_text import format_estimate
+    from core.devices import load_devices
+    from core.errors import CalcError
+    from core.ir import Network, Node
+    from core.paleo import estimate
+
+    net = Network.make("two", {"x": (1024, 1024)}, [Node.make("r1", "relu", "x"), Node.make("r2", "relu", "r1")])
+    gpu = load_devices(user_path=None).device("v100-sxm2")
+    cpu = dataclasses.replace(gpu, kind="CPU", alloc_threshold=32 * 2 ** 20, alloc_bandwidth=1e9,
+                              efficiency={"elementwise": 1.0}, layer_overhead={"elementwise": 1e-5})
+    fresh, warm = (estimate(net, cpu, process=p) for p in ("fresh", "warm"))
+    assert fresh.totals["forward_fresh_bytes"] == 8_257_536 and warm.totals["forward_fresh_bytes"] == 0
+    assert fresh.totals["forward_fresh_s"] == pytest.approx(8.257536e-3)
+    assert fresh.totals["forward_s"] - warm.totals["forward_s"] == pytest.approx(8.257536e-3)
+    assert warm.to_dict()["process"] == "warm" and "no fresh pages in a warm process" in format_estimate(warm)
+    assert estimate(net, gpu, process="warm").totals == estimate(net, gpu).totals
+    with pytest.raises(CalcError, match="process"):
+        estimate(net, cpu, process="hot")
+    p = run("estimate", "mnist_cnn", "--device", "v100-sxm2", "--process", "warm", "--json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["process"] == "warm"

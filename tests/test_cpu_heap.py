@@ -154,3 +154,60 @@ def test_fresh_bytes_match_the_page_faults_pytorch_takes():
     model = fresh_bytes(compile_network(_big_net()), 1, 4, 4, 32 * MIB)
     for got, want in zip(measured, model):
         assert got == pytest.approx(want, rel=0.02, abs=2 * MIB)
+
+
+def _two_relus() -> Network:
+    """x (1024, 1024) → ReLU → ReLU: two outputs of B = 1,048,576 × 4 = 4,194,304 B, both live after the second."""
+    return Network.make("two", {"x": (1024, 1024)}, [Node.make("r1", "relu", "x"), Node.make("r2", "relu", "r1")])
+
+
+def test_a_fresh_process_trims_what_a_warm_one_keeps():
+    """Fresh (thresholds 128 KiB): pass 1 mmaps both blocks; freeing r1's chunk (⌈4,194,320 / 4096⌉ pages =
+    4,198,400 B) raises the thresholds to 4,198,400 / 8,396,800. From pass 2 both come from the heap; freeing both
+    at the pass's end leaves a free top of 2B + the 131,072 B pad = 8,519,680 ≥ 8,396,800: trimmed to the pad. So
+    every later pass faults r1's B − 131,072 = 4,063,232 and r2's 4,194,304 B again.
+    Warm (thresholds at the 32 MiB ceiling, 64 MiB trim): pass 1 carves both from the heap, 8,519,680 < 64 MiB is
+    never trimmed, and passes 2–4 reuse the touched pages: 0 fresh."""
+    compiled = compile_network(_two_relus())
+    assert fresh_bytes(compiled, 1, 4, 4, 32 * MIB) == (4_063_232, 4_194_304)
+    assert fresh_bytes(compiled, 1, 4, 4, 32 * MIB, warm=True) == (0, 0)
+    h = Heap(32 * MIB, warm=True)
+    assert (h.mmap_threshold, h.trim_threshold) == (32 * MIB, 64 * MIB)
+
+
+@pytest.mark.torch      # imports torch in its body
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="counts glibc's page faults (Linux)")
+def test_a_warm_process_takes_the_page_faults_the_warm_replay_says():
+    """_big_net on 64 × 256 × 256 (T = 16,777,216 B a tensor, under the 32 MiB ceiling), after a block just under
+    32 MiB was freed (as a process that ran a larger network has done): every block comes from the heap, whose free
+    top (at most 3T + pad ≈ 50 MB) stays under the 64 MiB trim threshold, so the replay says 0 fresh bytes; PyTorch
+    takes no more than 2 MiB of page faults in any layer (small blocks and tensor metadata)."""
+    import os
+    import resource
+
+    import torch
+    from torch import nn
+
+    from core.bridge.timing import cpu_threads
+
+    net = nn.Sequential(nn.Conv2d(64, 64, 3, padding=1, bias=False), nn.BatchNorm2d(64), nn.ReLU(inplace=True),
+                        nn.Conv2d(64, 64, 1, bias=False)).eval()
+    counted = []
+
+    def pre(*_):
+        counted.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt)
+
+    for m in net:
+        m.register_forward_pre_hook(pre)
+    block = torch.empty((32 * MIB - 8192) // 4)         # mmap-ed, or from a heap already warm: warm either way
+    del block
+    x = torch.randn(1, 64, 256, 256)
+    with cpu_threads(1), torch.no_grad():
+        for _ in range(4):
+            counted.clear()
+            net(x)
+            pre()
+    page = os.sysconf("SC_PAGE_SIZE")
+    small = _big_net().with_input_shape((64, 256, 256))
+    assert fresh_bytes(compile_network(small), 1, 4, 4, 32 * MIB, warm=True) == (0, 0, 0, 0)
+    assert max((b - a) * page for a, b in zip(counted, counted[1:])) <= 2 * MIB

@@ -32,7 +32,7 @@ OTHER_SETTING = {"ppp": 0.5, "ppp_memory": 0.5, "variant": "paleo", "conv_algori
                  "workers": 2, "link": next(iter(DB.interconnects.values())), "ppp_comm": 0.5,
                  "allreduce": "tree", "launch": "cuda_graphs", "threads": 4, "comm_model": "paleo", "bucket_mb": 100.0,
                  "reduce_dtype": "fp16", "input_pipeline": "cpu", "cpu_cores": 16, "nodes": 2,
-                 "node_link": DB.link("ib-hdr"), "nics": 8}
+                 "node_link": DB.link("ib-hdr"), "nics": 8, "process": "warm"}
 
 
 @pytest.fixture(autouse=True)
