@@ -450,32 +450,26 @@ def markdown(results: dict) -> str:
         "baseline median | baseline p90 |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for key in ("a", "b"):
-        if key not in ev:
-            continue
+    def summary_rows(label: str, summary: dict) -> list[str]:
+        out = []
         for p in PASSES:
-            s = ev[key]["summary"][p]
+            s = summary[p]
             e, be = s["error"], s["baseline_error"]
-            lines.append(f"| {PROTOCOLS[key]['label']} | {p.replace('_', ' ')} | {e['median']:.1%} | {e['p90']:.1%} | "
-                         f"{e['max']:.1%} | {_pct(s.get('median_b1'))} | "
-                         f"{_pct(s.get('median_b16'))} | {be['median']:.1%} | {be['p90']:.1%} |")
+            out.append(f"| {label} | {p.replace('_', ' ')} | {e['median']:.1%} | {e['p90']:.1%} | {e['max']:.1%} | "
+                       f"{_pct(s.get('median_b1'))} | {_pct(s.get('median_b16'))} | {be['median']:.1%} | "
+                       f"{be['p90']:.1%} |")
+        return out
+
+    for key in ("a", "b"):
+        if key in ev:
+            lines += summary_rows(PROTOCOLS[key]["label"], ev[key]["summary"])
     if "b_default" in ev:
-        for p in PASSES:
-            s = ev["b_default"]["summary"][p]
-            lines.append(f"| (b), default `process=\"fresh\"` | {p.replace('_', ' ')} | {s['error']['median']:.1%} | "
-                         f"{s['error']['p90']:.1%} | {s['error']['max']:.1%} | {_pct(s.get('median_b1'))} | "
-                         f"{_pct(s.get('median_b16'))} | {s['baseline_error']['median']:.1%} | "
-                         f"{s['baseline_error']['p90']:.1%} |")
+        lines += summary_rows('(b), default `process="fresh"`', ev["b_default"]["summary"])
     for k, trial in enumerate(ev.get("c", []), 1):
         if "refused" in trial:
             lines.append(f"| (c) trial {k} | — | refused: “{trial['refused']}” | | | | | | |")
         elif "eval" in trial:
-            for p in PASSES:
-                s = trial["eval"]["summary"][p]
-                lines.append(f"| (c) trial {k}: accepted | {p.replace('_', ' ')} | {s['error']['median']:.1%} | "
-                             f"{s['error']['p90']:.1%} | {s['error']['max']:.1%} | "
-                             f"{_pct(s.get('median_b1'))} | {_pct(s.get('median_b16'))} | "
-                             f"{s['baseline_error']['median']:.1%} | {s['baseline_error']['p90']:.1%} |")
+            lines += summary_rows(f"(c) trial {k}: accepted", trial["eval"]["summary"])
     lines += ["", f"Targets (protocol b, forward and training step): median ≤ {TARGET['median']:.0%}, p90 ≤ "
                   f"{TARGET['p90']:.0%}; protocol (c): calibrate refuses naming the load, or the same targets + 10 "
                   "points.", "", "Calibrations:"]

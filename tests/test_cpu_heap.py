@@ -120,22 +120,16 @@ def test_fresh_bytes_of_a_network_above_the_largest_threshold():
     assert per_node == (3 * 37_748_736, 37_748_736, 0, 37_748_736)
 
 
-@pytest.mark.torch      # imports torch in its body
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="counts glibc's page faults (Linux)")
-def test_fresh_bytes_match_the_page_faults_pytorch_takes():
-    """The same network in PyTorch on this CPU: the minor page faults of a warm forward pass × the page size are the
-    bytes written to fresh pages. Each layer's count lands within 2 % of the model's (the few small blocks it leaves
-    out: the 147 KiB weight copy and tensor metadata)."""
+def _faults_per_layer(net, x, passes: int) -> list[int]:
+    """Bytes of minor page faults each layer of ``net`` (an ``nn.Sequential``) takes in the last of ``passes``
+    forward passes on ``x``, at 1 thread."""
     import os
     import resource
 
     import torch
-    from torch import nn
 
     from core.bridge.timing import cpu_threads
 
-    net = nn.Sequential(nn.Conv2d(64, 64, 3, padding=1, bias=False), nn.BatchNorm2d(64), nn.ReLU(inplace=True),
-                        nn.Conv2d(64, 64, 1, bias=False)).eval()
     counted = []
 
     def pre(*_):
@@ -143,14 +137,31 @@ def test_fresh_bytes_match_the_page_faults_pytorch_takes():
 
     for m in net:
         m.register_forward_pre_hook(pre)
-    x = torch.randn(1, 64, 384, 384)
     with cpu_threads(1), torch.no_grad():
-        for _ in range(3):
+        for _ in range(passes):
             counted.clear()
             net(x)
             pre()
     page = os.sysconf("SC_PAGE_SIZE")
-    measured = [(b - a) * page for a, b in zip(counted, counted[1:])]
+    return [(b - a) * page for a, b in zip(counted, counted[1:])]
+
+
+def _torch_big_net():
+    from torch import nn
+
+    return nn.Sequential(nn.Conv2d(64, 64, 3, padding=1, bias=False), nn.BatchNorm2d(64), nn.ReLU(inplace=True),
+                         nn.Conv2d(64, 64, 1, bias=False)).eval()
+
+
+@pytest.mark.torch      # imports torch in its body
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="counts glibc's page faults (Linux)")
+def test_fresh_bytes_match_the_page_faults_pytorch_takes():
+    """The same network in PyTorch on this CPU: the minor page faults of a warm forward pass × the page size are the
+    bytes written to fresh pages. Each layer's count lands within 2 % of the model's (the few small blocks it leaves
+    out: the 147 KiB weight copy and tensor metadata)."""
+    import torch
+
+    measured = _faults_per_layer(_torch_big_net(), torch.randn(1, 64, 384, 384), 3)
     model = fresh_bytes(compile_network(_big_net()), 1, 4, 4, 32 * MIB)
     for got, want in zip(measured, model):
         assert got == pytest.approx(want, rel=0.02, abs=2 * MIB)
@@ -182,32 +193,11 @@ def test_a_warm_process_takes_the_page_faults_the_warm_replay_says():
     32 MiB was freed (as a process that ran a larger network has done): every block comes from the heap, whose free
     top (at most 3T + pad ≈ 50 MB) stays under the 64 MiB trim threshold, so the replay says 0 fresh bytes; PyTorch
     takes no more than 2 MiB of page faults in any layer (small blocks and tensor metadata)."""
-    import os
-    import resource
-
     import torch
-    from torch import nn
 
-    from core.bridge.timing import cpu_threads
-
-    net = nn.Sequential(nn.Conv2d(64, 64, 3, padding=1, bias=False), nn.BatchNorm2d(64), nn.ReLU(inplace=True),
-                        nn.Conv2d(64, 64, 1, bias=False)).eval()
-    counted = []
-
-    def pre(*_):
-        counted.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt)
-
-    for m in net:
-        m.register_forward_pre_hook(pre)
     block = torch.empty((32 * MIB - 8192) // 4)         # mmap-ed, or from a heap already warm: warm either way
     del block
-    x = torch.randn(1, 64, 256, 256)
-    with cpu_threads(1), torch.no_grad():
-        for _ in range(4):
-            counted.clear()
-            net(x)
-            pre()
-    page = os.sysconf("SC_PAGE_SIZE")
+    measured = _faults_per_layer(_torch_big_net(), torch.randn(1, 64, 256, 256), 4)
     small = _big_net().with_input_shape((64, 256, 256))
     assert fresh_bytes(compile_network(small), 1, 4, 4, 32 * MIB, warm=True) == (0, 0, 0, 0)
-    assert max((b - a) * page for a, b in zip(counted, counted[1:])) <= 2 * MIB
+    assert max(measured) <= 2 * MIB
