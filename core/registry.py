@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
+from functools import lru_cache
 from math import isfinite, prod
 from typing import Any, Callable
 
@@ -40,6 +41,7 @@ WORK_FALLBACK = {"pool": "elementwise", "shape": "elementwise", "depthwise_conv"
                  "depthwise_conv_large": "depthwise_conv", "batch_norm": "elementwise"}
 
 
+@lru_cache(maxsize=None)       # a handful of classes, asked per layer and term
 def work_fallbacks(work_class: str | None) -> tuple[str, ...]:
     """The class and the classes whose figures stand for it, nearest first: ("depthwise_conv_large",
     "depthwise_conv", "grouped_conv")."""
