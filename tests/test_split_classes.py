@@ -122,3 +122,15 @@ def test_batch_norm_is_its_own_class_and_an_older_device_runs_it_at_elementwise_
     b, r = estimate(bn(), new).layer_times
     assert b.forward.overhead_s == pytest.approx(7e-6) and r.forward.overhead_s == pytest.approx(2e-6)
     assert gpu_model.compute_class("batch_norm") is None          # memory-bound on a GPU, as elementwise is
+
+
+def test_a_network_of_large_kernel_depthwise_convs_gets_the_depthwise_caption():
+    """ConvNeXt-T's depthwise convs are all 7×7 ("depthwise_conv_large"); on a GPU of the fitted model its
+    breakdown still says their backward kernels run on CUDA cores."""
+    from core import zoo
+    from core.api import estimate
+    from ui.text import predicted_notes
+
+    est = estimate(zoo.get("convnext_tiny"), "v100-sxm2")
+    assert est.variant == "predicted" and "depthwise_backward" in est.model_params
+    assert "depthwise convolution's backward kernels" in predicted_notes(est)

@@ -176,7 +176,7 @@ def test_channels_last_inputs_are_the_tensors_pytorch_makes(name, expected):
 
     compiled = compile_network(zoo.get(name))
     last = gpu_model.channels_last_inputs(compiled)
-    ours = [n.name in last for n in compiled.nodes if n.rule.work_class(n.ctx) == gpu_model.CUDA_CORE_BACKWARD]
+    ours = [n.name in last for n in compiled.nodes if gpu_model.depthwise(n.rule.work_class(n.ctx))]
     model = getattr(torchvision.models, name)(weights=None).eval()
     seen: list[bool] = []
 

@@ -106,7 +106,7 @@ def predicted_notes(est) -> str:
                  "128–256 on an H100 or H200 come out 0.55–0.98× of the measured time there (0.66–1.06× in bf16 and "
                  "mixed precision).")
     has_depthwise = "depthwise_backward" in est.model_params and any(
-        lw.work_class == gpu_model.CUDA_CORE_BACKWARD for lw in est.work.layers)
+        gpu_model.depthwise(lw.work_class) for lw in est.work.layers)
     stems = [lw.node for lw in est.work.layers if gpu_model.stem_conv(lw.node)] if est.stem_on_cuda_cores else []
     channels = sorted({n.in_shapes[0][0] for n in stems})
     stem = (f" {_names([n.name for n in stems])}, over {' or '.join(map(str, channels))} input channel"
