@@ -46,7 +46,7 @@ class Heap:
 
     def __init__(self, mmap_max: int, warm: bool = False):
         self.mmap_max = mmap_max
-        # warm: a block of at least mmap_max was freed before (another network, in the same process)
+        # warm: an mmap-ed block of about mmap_max was freed before (by another network in this process)
         self.mmap_threshold, self.trim_threshold = (mmap_max, 2 * mmap_max) if warm else (START_THRESHOLD,) * 2
         self.chunks: list[list] = []    # [start, size, free], in address order, below the top
         self.top = 0                    # where the top chunk starts

@@ -144,9 +144,9 @@ def dgrad_tiles(node, batch: int) -> int:
     return 0
 
 
-# the work class (and "depthwise_conv_large", which falls back to it) whose backward kernels may run on CUDA cores
+# the work class whose backward kernels may run on CUDA cores (``cuda_core_backward``, ``on_cuda_cores``), with the
+# classes that fall back to it ("depthwise_conv_large"; ``depthwise``)
 CUDA_CORE_BACKWARD = "depthwise_conv"
-                                            # (``cuda_core_backward``, ``on_cuda_cores``)
 PER_CHANNEL = "batch_norm"                  # the work class whose train-mode kernels run one thread block a channel
 
 

@@ -51,6 +51,7 @@ def work_fallbacks(work_class: str | None) -> tuple[str, ...]:
         work_class = WORK_FALLBACK.get(work_class)
     return tuple(chain)
 
+
 MAX_DIM = 2 ** 24          # 16,777,216: larger tensor dimensions are rejected as absurd (10^12 channels)
 MAX_ELEMS = 2 ** 53        # elements of one tensor per sample (a petabyte): more is absurd, and exact as a float
 MAX_WORK = 2 ** 80         # FLOPs, MACs or parameters of one node per sample: more is absurd (~10^24)
