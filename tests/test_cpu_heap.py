@@ -184,29 +184,3 @@ def test_a_fresh_process_trims_what_a_warm_one_keeps():
     assert fresh_bytes(compiled, 1, 4, 4, 32 * MIB, warm=True) == (0, 0)
     h = Heap(32 * MIB, warm=True)
     assert (h.mmap_threshold, h.trim_threshold) == (32 * MIB, 64 * MIB)
-
-
-@pytest.mark.torch      # imports torch in its body
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="counts glibc's page faults (Linux)")
-def test_a_warm_process_takes_the_page_faults_the_warm_replay_says():
-    """_big_net on 64 × 256 × 256 (T = 16,777,216 B a tensor, under the 32 MiB ceiling), in a new process after a
-    block just under 32 MiB was freed (as a process that ran a larger network has done): every block comes from the
-    heap, whose free top (at most 3T + pad ≈ 50 MB) stays under the 64 MiB trim threshold, so the replay says 0 fresh
-    bytes; PyTorch takes no more than 2 MiB of page faults in any layer (small blocks and tensor metadata). A new
-    process, because this one's heap holds whatever the tests before left in it."""
-    import json
-    import subprocess
-    from pathlib import Path
-
-    here = Path(__file__).resolve().parent
-    script = "\n".join([
-        "import json, sys, torch", f"sys.path[:0] = [{str(here)!r}, {str(here.parent)!r}]",
-        "from test_cpu_heap import MIB, _faults_per_layer, _torch_big_net",
-        "block = torch.empty((32 * MIB - 8192) // 4)", "del block",
-        "print(json.dumps(_faults_per_layer(_torch_big_net(), torch.randn(1, 64, 256, 256), 4)))"])
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr[-2000:]
-    measured = json.loads(run.stdout.strip().splitlines()[-1])
-    small = _big_net().with_input_shape((64, 256, 256))
-    assert fresh_bytes(compile_network(small), 1, 4, 4, 32 * MIB, warm=True) == (0, 0, 0, 0)
-    assert len(measured) == 4 and max(measured) <= 2 * MIB
