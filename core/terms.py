@@ -96,10 +96,10 @@ def _compute_s(w: Work, e: Rates) -> float:
 
 def _memory_s(w: Work, e: Rates) -> float:
     """Bytes moved at the bandwidth × PPP_memory; on a CPU calibrated with a ``weight_bandwidth`` (a backward:
-    ``backward_weight_bandwidth``) for the class, the weights' bytes at that measured rate instead (no PPP on a
-    measured rate)."""
+    ``backward_weight_bandwidth``) for the class or its fallback, the weights' bytes at that measured rate instead
+    (no PPP on a measured rate)."""
     rates = e.device.backward_weight_bandwidth if w.backward else e.device.weight_bandwidth
-    rate = rates.get(w.work_class) if w.weight_bytes and rates else None
+    rate = figure(rates, w.work_class, None) if w.weight_bytes and rates else None
     if rate:
         return (w.bytes - w.weight_bytes) / (e.bandwidth * e.ppp_memory) + w.weight_bytes / rate
     return w.bytes / (e.bandwidth * e.ppp_memory)

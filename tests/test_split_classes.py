@@ -1,8 +1,8 @@
 """Depthwise convolutions are a class of work of their own ("depthwise_conv"), split from "grouped_conv", those with
-kernels above 3×3 one more ("depthwise_conv_large"), split from "depthwise_conv", and BatchNorm ("batch_norm") from
-"elementwise": which layer is which, a device calibrated before the split (the old class's figures stand for both),
-and the GPU model, whose fitted "grouped_conv" parameter runs every grouped conv. Hand arithmetic on one-layer
-networks.
+kernels above 3×3 one more ("depthwise_conv_large"), split from "depthwise_conv", 1×1 stride-1 convs
+("pointwise_conv") from "conv", and BatchNorm ("batch_norm") from "elementwise": which layer is which, a device
+calibrated before the split (the old class's figures stand for both), and the GPU model, whose fitted
+"grouped_conv" parameter runs every grouped conv. Hand arithmetic on one-layer networks.
 
 dw(): x (32, 8, 8) → conv 3×3, stride 1, padding 1, groups 32, 32 → 32 channels, no bias.
   MACs 32 × 8 × 8 × 9 = 18,432 per sample → 36,864 FLOPs; batch 1.
@@ -22,10 +22,10 @@ from core.ir import Network, Node
 from core.paleo import estimate
 
 
-def conv(cin: int, cout: int, groups: int, k: int | tuple = 3) -> Network:
+def conv(cin: int, cout: int, groups: int, k: int | tuple = 3, stride: int = 1) -> Network:
     pad = tuple(n // 2 for n in k) if isinstance(k, tuple) else k // 2
     return Network.make("one", {"x": (cin, 8, 8)}, [Node.make("c", "conv2d", "x", out_channels=cout, kernel_size=k,
-                                                              padding=pad, groups=groups, bias=False)])
+                                                              stride=stride, padding=pad, groups=groups, bias=False)])
 
 
 def work_class(net: Network) -> str:
@@ -97,11 +97,41 @@ def test_a_large_kernel_depthwise_conv_runs_at_the_nearest_figures_the_device_ha
     assert estimate(conv(32, 32, 32), large).layer_times[0].forward.compute_s == pytest.approx(3.6864e-4)
 
 
+@pytest.mark.parametrize("k, stride, groups, expected", [
+    (1, 1, 1, "pointwise_conv"),           # a ResNet bottleneck's reduce or expand, an inverted residual's project
+    (1, 2, 1, "conv"),                     # ResNet's stride-2 downsample 1×1 reads every other pixel
+    ((1, 3), 1, 1, "conv"),                # Inception's 1×3
+    (3, 1, 1, "conv"),
+    (1, 1, 4, "grouped_conv"),             # ShuffleNet V1's grouped 1×1
+])
+def test_which_conv_is_pointwise(k, stride, groups, expected):
+    assert work_class(conv(32, 32, groups, k, stride)) == expected
+
+
+def test_a_pointwise_conv_runs_at_the_conv_figures_of_a_device_without_its_own():
+    """conv(32, 64, 1, k=1): MACs 64 × 8 × 8 × 32 = 131,072 per sample → 262,144 FLOPs. At OLD's conv 0.8:
+    262,144 / 8e8 = 3.2768e-4 s and conv's 1e-5 s per call; with its own 0.4 and 4e-6 s: 262,144 / 4e8 = 6.5536e-4 s,
+    while a 3×3 conv on the same device keeps 0.8 (32 → 32: 32 × 8 × 8 × 32 × 9 × 2 = 1,179,648 FLOPs / 8e8 =
+    1.47456e-3 s). Its weights (64 × 32 × 4 B = 8,192 B) are read at conv's measured rate where the device has no
+    pointwise one: 8,192 / 8.192e6 B/s = 1e-3 s, the activations' bytes at 1e12 B/s being ~0."""
+    old = estimate(conv(32, 64, 1, 1), OLD).layer_times[0]
+    assert old.work_class == "pointwise_conv"
+    assert old.forward.compute_s == pytest.approx(3.2768e-4) and old.forward.overhead_s == pytest.approx(1e-5)
+    new = dataclasses.replace(OLD, efficiency={**OLD.efficiency, "pointwise_conv": 0.4},
+                              layer_overhead={**OLD.layer_overhead, "pointwise_conv": 4e-6},
+                              weight_bandwidth={"conv": 8.192e6})
+    pw = estimate(conv(32, 64, 1, 1), new).layer_times[0]
+    assert pw.forward.compute_s == pytest.approx(6.5536e-4) and pw.forward.overhead_s == pytest.approx(4e-6)
+    assert pw.forward.memory_s == pytest.approx(1e-3, rel=1e-3)
+    assert estimate(conv(32, 32, 1), new).layer_times[0].forward.compute_s == pytest.approx(1.47456e-3)
+
+
 def test_the_gpu_model_runs_depthwise_at_its_fitted_grouped_parameter():
     assert gpu_model.compute_class("depthwise_conv_large") == "grouped_conv"
     assert gpu_model.compute_class("depthwise_conv") == "grouped_conv"
     assert gpu_model.compute_class("grouped_conv") == "grouped_conv"
     assert gpu_model.compute_class("conv") == "conv"
+    assert gpu_model.compute_class("pointwise_conv") == "conv"
     assert gpu_model.compute_class("elementwise") is None and gpu_model.compute_class("pool") is None
 
 

@@ -252,7 +252,7 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
     def fit():
         # no layer outruns the peak: if one did, the GEMM runs were disturbed. Not a GPU's convolutions: cuDNN runs a
         # 3×3 one as Winograd or FFT, fewer multiplies than the engine counts (docs/cpu-calibration.md: an H200's)
-        for cls in ("linear",) if machine.gpu else ("conv", "linear"):
+        for cls in ("linear",) if machine.gpu else COMPUTE_BOUND:
             for network, batch, t, _ in timed[cls][1:]:
                 rate = _layer_flops(network, batch) / t
                 if rate > peaks["fp32"]:
@@ -265,7 +265,7 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
         """``fit()`` within the sanity bounds: re-measure a class out of them, then refuse naming the field. The
         backward suite runs at the first batch only, where the linear layers (a classifier head at batch 1) are
         memory-bound: only conv is held to at most 1 there. On a GPU conv is clamped instead (cuDNN's Winograd)."""
-        bound = COMPUTE_BOUND if names[1] == "efficiency" else ("conv",)
+        bound = COMPUTE_BOUND if names[1] == "efficiency" else ("conv", "pointwise_conv")
         if machine.gpu:         # cuDNN's Winograd: a 3×3 conv suite can pass the peak it is counted against, so a
             bound = tuple(c for c in bound if c != "conv")      # GPU's conv figure is clamped to 1, not refused
         eff = fit()

@@ -16,6 +16,7 @@ import math
 import statistics
 
 from ..registry import WORK_CLASSES, work_fallbacks
+from ..work import figure
 from .calibrate_suites import GRAIN_FIT, _input_grad, _time_networks
 from .noise_gate import Gate
 
@@ -26,7 +27,7 @@ OUTLIER_FACTOR = 10.0
 # only where the figure is a compute rate: for the memory-bound classes it is what is left of a layer's time after
 # its bytes at the STREAM bandwidth, which differs by 10× and more between layers that are all steady (a ReLU that
 # stays in cache beats the bandwidth: 1; a global average pool: 0.01–0.09)
-OUTLIER_CLASSES = ("conv", "grouped_conv", "depthwise_conv", "depthwise_conv_large", "linear")
+OUTLIER_CLASSES = ("conv", "pointwise_conv", "grouped_conv", "depthwise_conv", "depthwise_conv_large", "linear")
 GRAIN_GRID = (0.0,) + tuple(10e-6 * 1.25 ** k for k in range(28))     # 0, then 10 µs … ~4 ms
 
 
@@ -57,9 +58,9 @@ def _one_layer_work(network, backward: bool):
 def _backward_cost(network, batch: int, peak: float, bandwidth: float,
                    weight_bandwidth: dict | None = None, cls: str | None = None) -> tuple[float, float, float]:
     """(compute s, memory s, FLOPs) of a one-layer case's backward at fp32, at ``peak`` and ``bandwidth``; the
-    weights and their gradients at the class's ``backward_weight_bandwidth`` where it has one."""
+    weights and their gradients at the class's (or its fallback's) ``backward_weight_bandwidth`` where it has one."""
     w = _one_layer_work(network, True)
-    flops, rate = w.flops * batch, (weight_bandwidth or {}).get(cls) or bandwidth
+    flops, rate = w.flops * batch, figure(weight_bandwidth or {}, cls, None) or bandwidth
     return flops / peak, (w.act * 4 + w.xbytes) * batch / bandwidth + w.weights * 4 / rate, flops
 
 

@@ -124,7 +124,12 @@ def _case_specs(gpu: bool) -> dict:
     return {k: both(v) for k, v in {
         "conv": [conv(4, 4, 3, 4, batch=1),
                  conv(3, 64, 7, 224, stride=2), conv(64, 64, 3, 56), conv(128, 128, 3, 28), conv(256, 256, 3, 14),
-                 conv(512, 512, 3, 7), conv(256, 64, 1, 56), conv(64, 256, 1, 56), conv(16, 64, 3, 55)],
+                 conv(512, 512, 3, 7), conv(16, 64, 3, 55)],
+        # 1×1 stride-1 convs: ResNet-50's bottleneck reduce and expand at three stages, an inverted residual's expand
+        # (MobileNet V2 at 56×56) and project (EfficientNet's last stage)
+        "pointwise_conv": [conv(4, 4, 1, 4, batch=1),
+                           conv(256, 64, 1, 56), conv(64, 256, 1, 56), conv(512, 128, 1, 28), conv(1024, 256, 1, 14),
+                           conv(24, 144, 1, 56), conv(1152, 192, 1, 7)],
         # ResNeXt-50 32×4d's 3×3 stages (32 groups) and a RegNet-X block (groups of 16 channels)
         "grouped_conv": [conv(8, 8, 3, 4, groups=2, batch=1),
                          conv(128, 128, 3, 56, groups=32), conv(256, 256, 3, 28, groups=32),

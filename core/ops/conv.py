@@ -122,7 +122,7 @@ def _conv_formula(ctx: Ctx, batch: int) -> list[FormulaLine]:
 
 def _conv_work(ctx: Ctx) -> str:
     if ctx["groups"] == 1:
-        return "conv"
+        return "pointwise_conv" if tuple(ctx["kernel_size"]) == (1, 1) and tuple(ctx["stride"]) == (1, 1) else "conv"
     if not _is_depthwise(ctx):
         return "grouped_conv"
     kh, kw = ctx["kernel_size"]
