@@ -158,6 +158,20 @@ def test_several_runs_are_compared_case_by_case_and_against_the_targets():
         {"network": "resnet18", "cases": _case(0.050, 0.160)}]}}}) == one
 
 
+def test_runs_pooled_take_each_case_s_median_over_the_runs():
+    import predict_runs
+
+    def cache(fwd, train):
+        return {"protocols": {"b": {"measured": [{"network": "resnet18", "cases": _case(fwd, train)}]}}}
+
+    # forward 50, 70, 60 ms → median 60 ms; training step 160, 150, 170 ms → 160 ms
+    data = {"1": cache(0.050, 0.160), "2": cache(0.070, 0.150), "3": cache(0.060, 0.170)}
+    (net,) = predict_runs.pooled(data)
+    assert net["cases"]["1"]["forward"]["median_s"] == pytest.approx(0.060)
+    assert net["cases"]["1"]["train_step"]["median_s"] == pytest.approx(0.160)
+    assert data["3"]["protocols"]["b"]["measured"][0]["cases"]["1"]["forward"]["median_s"] == 0.060   # not changed
+
+
 def test_the_layer_check_reads_a_case_as_name_batch_and_size():
     import cpu_layer_check
 

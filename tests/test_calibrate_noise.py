@@ -315,6 +315,12 @@ def test_the_backward_figures_and_the_optimizer_steps_cost_are_fitted_from_their
     batches = {(k[0], k[3]) for k in fake.backward_calls}
     assert {("depthwise_conv", 8), ("depthwise_conv", 1), ("depthwise_conv_large", 8)} <= batches
     assert ("conv", 8) not in batches and ("grouped_conv", 8) not in batches
+    # pointwise convs (FIRST_BATCH_ONLY) run forward and backward at batch 1 only, every one of their 6 suite layers
+    # (a tiny layer, then 6) in both
+    forward_pw = [k for k in fake.calls if k[0] == "pointwise_conv"]
+    backward_pw = {k[2] for k in fake.backward_calls if k[0] == "pointwise_conv" and k[3] == 1} - {(4, 4, 4)}
+    assert {k[3] for k in forward_pw} == {1} and len({k[2] for k in forward_pw}) == 1 + 6
+    assert {k[3] for k in fake.backward_calls if k[0] == "pointwise_conv"} == {1} and len(backward_pw) == 6
     back = load_devices(user_path=save_local(spec, tmp_path / "devices.json")).device("local")
     assert back.backward_efficiency == spec["backward_efficiency"]
     assert back.backward_overhead == spec["backward_overhead"] and back.update_overhead == spec["update_overhead"]

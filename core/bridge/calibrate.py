@@ -47,6 +47,7 @@ from .calibrate_fit import (
 from .calibrate_suites import (
     _MM_DTYPES,
     BACKWARD_BOTH_BATCHES,
+    FIRST_BATCH_ONLY,
     GRAIN_FIT,
     HELD_OUT,
     UPDATE_CASES,
@@ -230,7 +231,8 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
         def back_layers():
             # each suite layer at its first batch only (a backward with its forward costs ~4× an inference
             # forward: both batches would not fit the budget), but both for BACKWARD_BOTH_BATCHES
-            picked = suite if cls in BACKWARD_BOTH_BATCHES else suite[::2]
+            picked = suite if cls in BACKWARD_BOTH_BATCHES or (cls in FIRST_BATCH_ONLY and not machine.gpu) \
+                else suite[::2]
             runs = [machine.time_backward(net, b, attrs, per_layer) for net, b, attrs in picked]
             return ([r[0] for r in runs] + [r[2] for r in runs],
                     ([median_row(net, b, r[0], r[1]) for (net, b, _), r in zip(picked, runs)],
