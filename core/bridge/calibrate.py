@@ -47,9 +47,9 @@ from .calibrate_fit import (
 from .calibrate_suites import (
     _MM_DTYPES,
     BACKWARD_BOTH_BATCHES,
-    FIRST_BATCH_ONLY,
     GRAIN_FIT,
     HELD_OUT,
+    TRAINING_ONLY,
     UPDATE_CASES,
     _class_cases,
     _time_networks,
@@ -231,8 +231,7 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
         def back_layers():
             # each suite layer at its first batch only (a backward with its forward costs ~4× an inference
             # forward: both batches would not fit the budget), but both for BACKWARD_BOTH_BATCHES
-            picked = suite if cls in BACKWARD_BOTH_BATCHES or (cls in FIRST_BATCH_ONLY and not machine.gpu) \
-                else suite[::2]
+            picked = suite if cls in BACKWARD_BOTH_BATCHES + TRAINING_ONLY else suite[::2]
             runs = [machine.time_backward(net, b, attrs, per_layer) for net, b, attrs in picked]
             return ([r[0] for r in runs] + [r[2] for r in runs],
                     ([median_row(net, b, r[0], r[1]) for (net, b, _), r in zip(picked, runs)],
@@ -246,15 +245,16 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
                 else (timed_bwd[cls][1:], timed_train[cls][1:]))
         timed_bwd[cls], timed_train[cls] = [ov[0], *rows[0]], [ov[1], *rows[1]]
 
-    for k, cls in enumerate(cases):
-        measure_class(cls, max(end - time.perf_counter(), 0.0) / (len(cases) - k) / len(cases[cls]))
+    inference = [c for c in cases if c not in TRAINING_ONLY]      # the others take their fallback's figures
+    for k, cls in enumerate(inference):
+        measure_class(cls, max(end - time.perf_counter(), 0.0) / (len(inference) - k) / len(cases[cls]))
 
     gemm_fp32 = peaks["fp32"]
 
     def fit():
         # no layer outruns the peak: if one did, the GEMM runs were disturbed. Not a GPU's convolutions: cuDNN runs a
         # 3×3 one as Winograd or FFT, fewer multiplies than the engine counts (docs/cpu-calibration.md: an H200's)
-        for cls in ("linear",) if machine.gpu else COMPUTE_BOUND:
+        for cls in ("linear",) if machine.gpu else [c for c in COMPUTE_BOUND if c in timed]:
             for network, batch, t, _ in timed[cls][1:]:
                 rate = _layer_flops(network, batch) / t
                 if rate > peaks["fp32"]:
@@ -308,7 +308,8 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
         end = time.perf_counter() + share * 0.8
         for k, cls in enumerate(cases):
             # runs per class: the suite's backward cases (every one, or the first batch's half) and two tiny chains
-            runs = (len(cases[cls]) - 1 if cls in BACKWARD_BOTH_BATCHES else len(cases[cls]) // 2) + 2
+            every = cls in BACKWARD_BOTH_BATCHES + TRAINING_ONLY
+            runs = (len(cases[cls]) - 1 if every else len(cases[cls]) // 2) + 2
             measure_class(cls, max(end - time.perf_counter(), 0.0) / (len(cases) - k) / runs,
                           ("backward_overhead", "backward_efficiency"))
         def fit_bwd():

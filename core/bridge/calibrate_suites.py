@@ -29,11 +29,13 @@ MIN_RUNS = 5                  # timed runs of every benchmark at least, after on
 # classes whose backward suite also runs at its second batch (8×): a depthwise conv's backward rate falls with the
 # batch (docs/cpu-calibration.md, "Notes from the code"); the other classes keep the budget's first batch
 BACKWARD_BOTH_BATCHES = ("depthwise_conv", "depthwise_conv_large")
-# classes whose (CPU) forward suite runs at its first batch only: oneDNN runs a 1×1 stride-1 conv at batch ≤ 8 on the
-# plain layout (core.ops.conv.PLAIN_1X1_MAX_BATCH), so the suite's 8× batch timed a kernel no network of ours runs at
-# that size (batch 1 is plain and small, batch 16 blocked); it ran at 0.39–0.61 of the peak where the same layers
-# at batch 1 ran at 0.6–0.95, and as the longest runs it decided the figure: ResNet-50/101 +20…+37 % (runs 14–15)
-FIRST_BATCH_ONLY = ("pointwise_conv",)
+# classes timed in the training passes only (their suite at its first batch, backward and train-mode forward): their
+# inference forward takes their fallback's figures (docs/cpu-calibration.md, "Pointwise convs"). A 1×1 stride-1
+# conv's inference forward at batch ≤ 8 runs on oneDNN's plain layout, mostly memory traffic that STREAM does not
+# describe: its figure swung 0.54–0.92 between calibrations with the bandwidth they read (60 against 38 GB/s), and
+# at 0.54–0.62 put ResNet-50/101 and ResNeXt-50's forwards +20…+51 % (runs 15, 17, 18), where conv's 3×3 figure
+# predicted them within the runs' noise
+TRAINING_ONLY = ("pointwise_conv",)
 # the self-check's networks: (built-in name, per-sample input shape or None for the network's own), batch 1
 HELD_OUT = (("mnist_cnn", None), ("squeezenet1_0", (3, 64, 64)), ("resnet18", (3, 64, 64)))
 # parallel_grain is fitted on these whole networks at batch 1, at more than one thread only: twelve of the zoo's
@@ -126,7 +128,7 @@ def _case_specs(gpu: bool) -> dict:
     def both(cases):
         return cases[:1] + [(op, shape, b2, attrs) for op, shape, b, attrs in cases[1:] for b2 in (b, 8 * b)]
 
-    return {k: v if k in FIRST_BATCH_ONLY and not gpu else both(v) for k, v in {
+    return {k: v if k in TRAINING_ONLY else both(v) for k, v in {
         "conv": [conv(4, 4, 3, 4, batch=1),
                  conv(3, 64, 7, 224, stride=2), conv(64, 64, 3, 56), conv(128, 128, 3, 28), conv(256, 256, 3, 14),
                  conv(512, 512, 3, 7), conv(16, 64, 3, 55)],
