@@ -37,7 +37,8 @@ FLOPS_PER_MAC = 2
 # and their forward at twice it, so one figure made those networks' training step 20–30 % too fast. Pointwise convs
 # (1×1, stride 1: ResNet bottlenecks, every inverted residual's expand and project) split from "conv" after: on the
 # AMD EPYC the suite's ran at 0.5–0.7 of the peak where 3×3s of 64 channels and more ran at 0.9–1, so one figure
-# made ResNet-34's forward 14–31 % too slow, and ResNet-50's right only by the two errors cancelling.
+# made ResNet-34's forward 14–31 % too slow, and ResNet-50's right only by the two errors cancelling (calibration
+# times them in the training passes only: core.bridge.calibrate_suites.TRAINING_ONLY).
 WORK_CLASSES = ("conv", "pointwise_conv", "grouped_conv", "depthwise_conv", "depthwise_conv_large", "linear", "pool",
                 "batch_norm", "elementwise", "shape")
 WORK_FALLBACK = {"pointwise_conv": "conv", "pool": "elementwise", "shape": "elementwise",
