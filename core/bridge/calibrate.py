@@ -266,7 +266,8 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
     def checked(fit, names: tuple) -> dict:
         """``fit()`` within the sanity bounds: re-measure a class out of them, then refuse naming the field. The
         backward suite runs at the first batch only, where the linear layers (a classifier head at batch 1) are
-        memory-bound: only conv is held to at most 1 there. On a GPU conv is clamped instead (cuDNN's Winograd)."""
+        memory-bound: only the convs (conv, pointwise_conv) are held to at most 1 there. On a GPU conv is clamped
+        instead (cuDNN's Winograd)."""
         bound = COMPUTE_BOUND if names[1] == "efficiency" else ("conv", "pointwise_conv")
         if machine.gpu:         # cuDNN's Winograd: a 3×3 conv suite can pass the peak it is counted against, so a
             bound = tuple(c for c in bound if c != "conv")      # GPU's conv figure is clamped to 1, not refused

@@ -29,7 +29,8 @@ EFFICIENCY_RANGE = (1e-4, 1.0)     # the upper bound for COMPUTE_BOUND classes o
 COMPUTE_BOUND = ("conv", "pointwise_conv", "linear")
 # a COMPUTE_BOUND figure up to this far above 1 is clamped to 1, not refused: on a quiet AMD EPYC the 3×3 conv suite
 # (without the 1×1s, pointwise_conv's since) fitted 0.93–1.01 forward and 0.98–1.07 in train mode, its weights read
-# at the forward's measured rate (4 calibrations); a disturbed peak puts it far above
+# at the forward's measured rate (4 calibrations; gate series 7 refused one of 10 at 1.18); a disturbed peak puts it
+# far above
 ABOVE_PEAK_SLACK = 0.15
 
 
