@@ -18,8 +18,10 @@ Each run is predicted with the estimate setting ``process`` that describes it (`
 from __future__ import annotations
 
 import argparse
+import copy
 import itertools
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -57,9 +59,6 @@ def run_row(name: str, data: dict, process: str | None = None) -> dict:
 def pooled(data: dict) -> list:
     """The last run's ``measured`` list with every case's median seconds replaced by its median over all runs
     (``data``: name → cache) that timed it."""
-    import copy
-    import statistics
-
     all_t = [timings(d) for d in data.values()]
     out = copy.deepcopy(list(data.values())[-1]["protocols"]["b"]["measured"])
     for net in out:
@@ -91,9 +90,14 @@ def pair_rows(runs: dict) -> list[dict]:
     return out
 
 
+def met_count(rows: list[dict]) -> int:
+    """How many rows meet both passes' targets (median and p90)."""
+    return sum(all(r[f"{p}_median"] <= TARGET["median"] and r[f"{p}_p90"] <= TARGET["p90"] for p in PASSES)
+               for r in rows)
+
+
 def markdown(rows: list[dict], pairs: list[dict], pooled_: list[dict] | None = None) -> str:
-    met = sum(all(r[f"{p}_median"] <= TARGET["median"] and r[f"{p}_p90"] <= TARGET["p90"] for p in PASSES)
-              for r in rows)
+    met = met_count(rows)
     lines = [f"Targets (forward and training step): median ≤ {TARGET['median']:.0%}, p90 ≤ {TARGET['p90']:.0%}; "
              f"met in {met} of {len(rows)} runs.", "",
              "| run | CPU | calibrated | networks timed | predicted as | refused first | bandwidth GB/s | self-check | "
@@ -113,8 +117,7 @@ def markdown(rows: list[dict], pairs: list[dict], pooled_: list[dict] | None = N
             lines.append(f"| {r['runs']} | {r['forward'][0]:.1%} / {r['forward'][1]:.1%} | "
                          f"{r['train_step'][0]:.1%} / {r['train_step'][1]:.1%} |")
     if pooled_ and len(pooled_) > 1:
-        met = sum(all(r[f"{p}_median"] <= TARGET["median"] and r[f"{p}_p90"] <= TARGET["p90"] for p in PASSES)
-                  for r in pooled_)
+        met = met_count(pooled_)
         lines += ["", f"Each run's calibration against every case's median over the {len(pooled_)} runs (targets met "
                   f"by {met}):", "", "| calibration of run | forward median | forward p90 | train median | train p90 |",
                   "| --- | ---: | ---: | ---: | ---: |"]
