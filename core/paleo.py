@@ -9,7 +9,8 @@ own terms; ``core.variants`` picks one for ``auto``.
 
 A training step is forward + backward + weight update (+ gradient all-reduce across data-parallel workers,
 ``core.communication``). Here: ``Estimate`` (the times of one network on one device, batch, precision and settings)
-and ``estimate``, which makes one from a ``Report`` or a ``Network`` (``as_report``). Many at once: ``core.sweeps``.
+and ``estimate``, which makes one from a ``Report`` or a ``Network`` (``core.report.as_report``). Many at once:
+``core.sweeps``.
 """
 
 from __future__ import annotations
@@ -25,12 +26,12 @@ from .cpu_threads import calibrated_threads, small_layer_factor
 from .data_parallel import DataParallel, DataParallelStep, ddp_step, paleo_step
 from .devices import Device, DeviceDB, Interconnect, resolve_device, resolve_link
 from .errors import CalcError, DeviceError
-from .graph import NodeInfo, compile_network
+from .graph import NodeInfo
 from .ir import Network
 from .precision import Precision, optimizer
 from .predicted import PredictedTimes, cast_work, predicted_work
 from .registry import numel
-from .report import Report
+from .report import Report, as_report
 from .roofline import RooflinePoint, passes_roofline
 from .settings import DP_SETTINGS, SETTINGS, check_ppp, check_rate, check_settings, check_threads, choice
 from .terms import (
@@ -51,6 +52,7 @@ from .work import (
     LayerWork,
     PassWork,
     conv_choice,
+    cpu_classes,
     eager_update_bytes,
     figure,
     network_work,
@@ -123,6 +125,9 @@ class Estimate:
         self.grain = (device.parallel_grain or 0.0) if self.variant != "predicted" and (self.threads or 1) > 1 \
             else 0.0
         self.work = network_work(report.compiled, self.fused)
+        # a calibrated CPU's class per layer where PyTorch runs some convs as im2col + GEMM; None: each its own
+        self.cpu_classes = None if self.variant == "predicted" or device.kind != "CPU" else \
+            cpu_classes(self.work.layers, report.batch_size, device.efficiency)
 
     # -- one path: work → terms → combine -----------------------------------------------------------------------
     def _has(self, term: str) -> bool:
@@ -203,9 +208,10 @@ class Estimate:
 
     def _layer_works(self, which: str) -> list[Work]:
         fresh = self.fresh_bytes if which == "forward" else self.backward_fresh_bytes
-        works = [self._at_batch(getattr(lw, which), lw.work_class, self._flops(lw, getattr(lw, which).flops), f,
+        classes = self.cpu_classes or [lw.work_class for lw in self.work.layers]
+        works = [self._at_batch(getattr(lw, which), c, self._flops(lw, getattr(lw, which).flops), f,
                                 which == "backward")
-                 for lw, f in zip(self.work.layers, fresh)]
+                 for lw, c, f in zip(self.work.layers, classes, fresh)]
         if self.variant == "predicted":
             return [w for parts in self._layer_parts(which, works) for w in parts]
         return works
@@ -261,7 +267,7 @@ class Estimate:
             if train:
                 return sum((sum(k, PassTime()) for k in self._train_forward_kernels()), PassTime())
             return sum((getattr(lt, which) for lt in self.layer_times), PassTime())
-        if self.variant == "roofline" or self.grain:     # a max per layer, or a layer's size decides its rate
+        if self.variant == "roofline" or self.grain or self.cpu_classes:     # a max per layer, a size decides
             works = self._layer_works(which)
             if train:
                 works = [replace(w, train=True) for w in works]
@@ -447,9 +453,10 @@ class Estimate:
         else:
             fwd, bwd = ([self.time(w) for w in self._layer_works(which)] for which in ("forward", "backward"))
             fk = bk = [()] * len(fwd)
-        return tuple(LayerTime(lw.node.name, lw.node.op, lw.work_class,
+        classes = self.cpu_classes or [lw.work_class for lw in self.work.layers]
+        return tuple(LayerTime(lw.node.name, lw.node.op, c,
                                self._algorithm(lw.node) if lw.node.rule.algorithms else None, f, b, k, kf)
-                     for lw, f, b, k, kf in zip(self.work.layers, fwd, bwd, bk, fk))
+                     for lw, c, f, b, k, kf in zip(self.work.layers, classes, fwd, bwd, bk, fk))
 
     # -- public results (JSON keys are a contract: python -m core estimate --json) -----------------------------
     @cached_property
@@ -565,19 +572,6 @@ class Estimate:
             "limited_by": self.limited_by, "threads": self.threads,
             "calibration": dict(self.device.calibration) if self.device.calibration else None,
         } | ({"data_parallel": self.data_parallel.to_dict()} if self.data_parallel else {})
-
-
-def as_report(model: Any, batch_size: int, dtype: str, optimizer: str) -> Report:
-    """The analysis an estimate works on: a ``Report`` (re-batched as asked) or a ``Network``. Names, files and
-    PyTorch modules are loaded by ``core.api`` (``core.estimate``), which calls this module."""
-    if isinstance(model, Report):
-        if (model.batch_size, model.dtype, model.optimizer) == (batch_size, dtype, optimizer):
-            return model
-        return Report(model.compiled, batch_size, dtype, optimizer)
-    if isinstance(model, Network):
-        return Report(compile_network(model), batch_size, dtype, optimizer)
-    raise CalcError("an estimate works on a Report or a Network; load names, files and modules with "
-                    "core.estimate (core.api)", field="model", value=type(model).__name__)
 
 
 def estimate(model: Report | Network, device: Any, batch_size: int = 1, dtype: str = DEFAULT_DTYPE, *,

@@ -38,10 +38,11 @@ FLOPS_PER_MAC = 2
 # (1×1, stride 1: ResNet bottlenecks, every inverted residual's expand and project) split from "conv" after: on the
 # AMD EPYC the suite's ran at 0.5–0.7 of the peak where 3×3s of 64 channels and more ran at 0.9–1, so one figure
 # made ResNet-34's forward 14–31 % too slow, and ResNet-50's right only by the two errors cancelling (calibration
-# times them in the training passes only: core.bridge.calibrate_suites.TRAINING_ONLY).
-WORK_CLASSES = ("conv", "pointwise_conv", "grouped_conv", "depthwise_conv", "depthwise_conv_large", "linear", "pool",
-                "batch_norm", "elementwise", "shape")
-WORK_FALLBACK = {"pointwise_conv": "conv", "pool": "elementwise", "shape": "elementwise",
+# times them in the training passes only: core.bridge.calibrate_suites.TRAINING_ONLY). "im2col_conv" is no op's
+# class: a calibrated CPU gives it to the convs PyTorch runs as im2col + GEMM at batch 1 (core.work.im2col_conv).
+WORK_CLASSES = ("conv", "pointwise_conv", "im2col_conv", "grouped_conv", "depthwise_conv", "depthwise_conv_large",
+                "linear", "pool", "batch_norm", "elementwise", "shape")
+WORK_FALLBACK = {"pointwise_conv": "conv", "im2col_conv": "conv", "pool": "elementwise", "shape": "elementwise",
                  "depthwise_conv": "grouped_conv", "depthwise_conv_large": "depthwise_conv",
                  "batch_norm": "elementwise"}
 

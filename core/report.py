@@ -7,10 +7,11 @@ Built from a ``Compiled`` network by arithmetic alone: totals are O(1) (the trai
 from __future__ import annotations
 
 from functools import cached_property
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from .errors import NetworkError
-from .graph import Compiled, NodeInfo
+from .errors import CalcError, NetworkError
+from .graph import Compiled, NodeInfo, compile_network
+from .ir import Network
 from .precision import Precision, optimizer_states, precision
 from .registry import FLOPS_PER_MAC, MAX_DIM, FormulaLine
 from .timeline import PART_LABELS, Timeline
@@ -215,3 +216,16 @@ class Report:
 
 
 __all__ = ["Report", "Layer", "CONVENTION", "FLOPS_PER_MAC", "PART_LABELS", "check_batch"]
+
+
+def as_report(model: Any, batch_size: int, dtype: str, optimizer: str) -> Report:
+    """The analysis an estimate works on: a ``Report`` (re-batched as asked) or a ``Network``. Names, files and
+    PyTorch modules are loaded by ``core.api`` (``core.estimate``), which calls ``core.paleo``."""
+    if isinstance(model, Report):
+        if (model.batch_size, model.dtype, model.optimizer) == (batch_size, dtype, optimizer):
+            return model
+        return Report(model.compiled, batch_size, dtype, optimizer)
+    if isinstance(model, Network):
+        return Report(compile_network(model), batch_size, dtype, optimizer)
+    raise CalcError("an estimate works on a Report or a Network; load names, files and modules with "
+                    "core.estimate (core.api)", field="model", value=type(model).__name__)

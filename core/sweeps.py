@@ -11,9 +11,9 @@ from .choices import DEFAULT_DTYPE, DEFAULT_OPTIMIZER, SCALING_MODES
 from .devices import DeviceDB, resolve_device
 from .errors import CalcError
 from .ir import Network
-from .paleo import Estimate, as_report, estimate
+from .paleo import Estimate, estimate
 from .precision import PRECISIONS
-from .report import MAX_BATCH, Report, check_batch
+from .report import MAX_BATCH, Report, as_report, check_batch
 from .settings import MAX_SWEEP, check_settings, check_workers, choice, sweep_items
 
 

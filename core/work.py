@@ -100,6 +100,33 @@ def layer_work(n: NodeInfo, fused: bool) -> LayerWork:
                      replace(bwd, calls=_runs(n, bwd)))
 
 
+# PyTorch's CPU convolution at batch 1 (``ConvParams::use_mkldnn``, aten/src/ATen/native/Convolution.cpp): an
+# ungrouped conv whose kernel is at most 3 wide in one dimension and whose input holds at most 20,480 elements runs
+# PyTorch's own im2col + GEMM, not oneDNN (oneDNN's verbose log, torch 2.14: 416×7×7 and 256×8×8 im2col, 418×7×7 and
+# 256×9×9 oneDNN). A GEMM as narrow as the feature map streams its weights: on an AMD EPYC a 512→512 3×3 conv at
+# 2×2 read them at 7 GB/s, one at 7×7 (oneDNN) near the memory bandwidth, and the path's fixed cost per call was a
+# fifth of oneDNN's. A CPU calibrated with the class (its figures in ``efficiency``) times these layers as it.
+IM2COL_MAX_INPUT = 20480
+
+
+def im2col_conv(lw: LayerWork, batch: int) -> bool:
+    """Whether PyTorch runs this layer on a CPU as im2col + GEMM (above): a "conv"-class conv2d (1×1 stride-1 convs
+    are "pointwise_conv") at batch 1, ungrouped, with an input of at most ``IM2COL_MAX_INPUT`` elements."""
+    n = lw.node
+    if lw.work_class != "conv" or batch != 1 or n.op != "conv2d" or n.attrs.get("groups", 1) != 1:
+        return False
+    kh, kw = n.attrs["kernel_size"]
+    return not (kh > 3 and kw > 3) and numel(n.in_shapes[0]) <= IM2COL_MAX_INPUT
+
+
+def cpu_classes(layers: tuple[LayerWork, ...], batch: int, efficiency: dict | None) -> tuple[str, ...] | None:
+    """Each layer's class of work on a CPU calibrated with the im2col path ("im2col_conv" in its ``efficiency``):
+    "im2col_conv" where ``im2col_conv``; None where the device has no such figure or no layer runs the path."""
+    if "im2col_conv" not in (efficiency or {}) or not any(im2col_conv(lw, batch) for lw in layers):
+        return None
+    return tuple("im2col_conv" if im2col_conv(lw, batch) else lw.work_class for lw in layers)
+
+
 # Element accesses per parameter of torch.optim's per-parameter loop (torch 2.14 ``_single_tensor_sgd`` /
 # ``_single_tensor_adam``, the CPU default), kernel by kernel: (weight, gradient, state, temporaries).
 #   sgd: w.add_(g): r/w w, r g.

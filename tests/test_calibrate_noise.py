@@ -35,22 +35,23 @@ from core.devices import Device, load_devices
 from core.graph import compile_network
 from core.paleo import Estimate
 from core.report import Report
+from core.work import im2col_conv, network_work
 
 QUIET = (1.00, 1.00, 1.00, 1.01, 1.02)
 NOISY = (1.0, 1.2, 1.5, 2.0, 2.5)
 PEAK, BANDWIDTH, FAULTS = 1e11, 1e10, 2e9
 # a pointwise conv's inference forward at conv's rate: calibration gives it conv's figure (TRAINING_ONLY)
-EFFICIENCY = {"conv": 0.5, "pointwise_conv": 0.5, "grouped_conv": 0.05, "depthwise_conv": 0.02,
+EFFICIENCY = {"conv": 0.5, "pointwise_conv": 0.5, "im2col_conv": 0.3, "grouped_conv": 0.05, "depthwise_conv": 0.02,
               "depthwise_conv_large": 0.04, "linear": 0.4,
               "pool": 0.01,
               "batch_norm": 0.15, "elementwise": 0.2}
 OVERHEAD = 10e-6
-BACKWARD_EFFICIENCY = {"conv": 0.3, "pointwise_conv": 0.2, "grouped_conv": 0.01, "depthwise_conv": 0.004,
-                       "depthwise_conv_large": 0.0015,
+BACKWARD_EFFICIENCY = {"conv": 0.3, "pointwise_conv": 0.2, "im2col_conv": 0.15, "grouped_conv": 0.01,
+                       "depthwise_conv": 0.004, "depthwise_conv_large": 0.0015,
                        "linear": 0.35, "pool": 0.002, "batch_norm": 0.05, "elementwise": 0.1}
 START, BACKWARD_OVERHEAD, UPDATE_OVERHEAD = 15e-6, 20e-6, 5e-6
-TRAIN_EFFICIENCY = {"conv": 0.45, "pointwise_conv": 0.25, "grouped_conv": 0.02, "depthwise_conv": 0.01,
-                    "depthwise_conv_large": 0.03,
+TRAIN_EFFICIENCY = {"conv": 0.45, "pointwise_conv": 0.25, "im2col_conv": 0.2, "grouped_conv": 0.02,
+                    "depthwise_conv": 0.01, "depthwise_conv_large": 0.03,
                     "linear": 0.3, "pool": 0.008, "batch_norm": 0.07, "elementwise": 0.15}
 TRAIN_OVERHEAD = 12e-6
 
@@ -202,10 +203,10 @@ class Fake:
         return times, [nbytes] * len(times), nbytes
 
     def time_layer(self, network, batch, attrs, budget):
-        cls = _class_of(network, attrs)
+        cls = _class_of(network, batch)
         key = (cls, network.name, network.inputs[0][1], batch, tuple(sorted(attrs.items())))
         self.calls[key] = self.calls.get(key, 0) + 1
-        tiny = network.inputs[0][1][-1] == 4 and batch == 1 and network.name in ("conv2d", "linear", "max_pool2d",
+        tiny = network.inputs[0][1][-1] == 4 and batch <= 2 and network.name in ("conv2d", "linear", "max_pool2d",
                                                                                   "relu", "batch_norm")
         if tiny:
             return self._runs(self.overhead.get(cls, OVERHEAD)), [0] * 5
@@ -215,11 +216,11 @@ class Fake:
         return self._runs(t, NOISY if noisy else QUIET), [0] * 5
 
     def time_backward(self, network, batch, attrs, budget, chain=1):
-        cls = _class_of(network, attrs)
+        cls = _class_of(network, batch)
         key = (cls, network.name, network.inputs[0][1], batch, chain)
         self.backward_calls[key] = self.backward_calls.get(key, 0) + 1
         per_node = self.backward_overhead.get(cls, BACKWARD_OVERHEAD)
-        if network.inputs[0][1][-1] == 4 and batch == 1:                  # a tiny layer: the fixed costs only
+        if network.inputs[0][1][-1] == 4 and batch <= 2:                  # a tiny layer: the fixed costs only
             return self._runs(START + chain * per_node), [0] * 5, self._runs(chain * TRAIN_OVERHEAD), [0] * 5
         fwd = Estimate(Report(compile_network(network), batch, "fp32"), _PROBE).totals       # at the peak
         fwd_t = fwd["forward_compute_s"] / self.train_eff[cls] + fwd["forward_memory_s"] + TRAIN_OVERHEAD
@@ -237,7 +238,8 @@ class Fake:
         return self._runs(tensors * self.update_overhead + tensors * numel * 20 / BANDWIDTH)
 
     def time_network(self, network, batch, budget):
-        truth = _truth(eff=self.eff, parallel_grain=self.parallel_grain, threads=self.threads)
+        eff = {k: v for k, v in self.eff.items() if not (self.gpu and k == "im2col_conv")}     # a CPU's path
+        truth = _truth(eff=eff, parallel_grain=self.parallel_grain, threads=self.threads)
         t = Estimate(Report(compile_network(network), batch, "fp32"), truth).totals["forward_s"]
         held_out = network.name in {name for name, _ in HELD_OUT}     # the grain-fit networks are timed as they are
         if not held_out:
@@ -250,9 +252,10 @@ class Fake:
         return "Fake CPU, 2 cores", "Acme", "CPU", 8.0 * 2 ** 30
 
 
-def _class_of(network, attrs) -> str:
-    node = compile_network(network).nodes[0]       # the engine's class of work: depthwise or grouped as it says
-    return node.rule.work_class(node.ctx)
+def _class_of(network, batch) -> str:
+    # the engine's class of work (depthwise or grouped as it says), and a calibrated CPU's for PyTorch's im2col path
+    lw = network_work(compile_network(network), False).layers[0]
+    return "im2col_conv" if im2col_conv(lw, batch) else lw.work_class
 
 
 def run(machine: Fake, force: bool = False) -> dict:
@@ -311,15 +314,22 @@ def test_the_backward_figures_and_the_optimizer_steps_cost_are_fitted_from_their
     # 128 tensors of 1024 less 2 of 65536 (the same 131072 elements): (128 − 2) × 5 µs / (128 − 2) = 5 µs
     assert spec["update_overhead"] == pytest.approx(UPDATE_OVERHEAD)
     assert spec["backward_efficiency"]["shape"] == spec["backward_efficiency"]["elementwise"]   # its fallback's
-    assert fake.backward_calls[("conv", "conv2d", (4, 4, 4), 1, 2)] == 1                     # the chain of two
+    assert fake.backward_calls[("conv", "conv2d", (4, 4, 4), 2, 2)] == 1         # the chain of two, on oneDNN
     # the backward suite runs at its first batch (1), but depthwise convs at 8 too (BACKWARD_BOTH_BATCHES)
     batches = {(k[0], k[3]) for k in fake.backward_calls}
     assert {("depthwise_conv", 8), ("depthwise_conv", 1), ("depthwise_conv_large", 8)} <= batches
     assert ("conv", 8) not in batches and ("grouped_conv", 8) not in batches
     # pointwise convs (TRAINING_ONLY) run in the training passes only, every one of their 6 suite layers at batch 1;
     # their inference forward takes conv's figures, fitted on conv's own suite
-    backward_pw = {k[2] for k in fake.backward_calls if k[0] == "pointwise_conv"} - {(4, 4, 4)}
-    assert {k[3] for k in fake.backward_calls if k[0] == "pointwise_conv"} == {1} and len(backward_pw) == 6
+    # (their tiny layer at batch 2, as oneDNN runs them in a network; at batch 1 PyTorch's im2col path would)
+    backward_pw = {k[2:4] for k in fake.backward_calls if k[0] == "pointwise_conv"}
+    assert backward_pw - {((4, 4, 4), 2)} == {(shape, 1) for shape, _ in backward_pw if shape != (4, 4, 4)}
+    assert len(backward_pw) == 1 + 6
+    # the im2col path's suite: tiny and three layers, at batch 1 only (no 8× batch: PyTorch runs oneDNN there), in
+    # the inference forward as in the training passes
+    im2col = {k[2:4] for k in fake.calls if k[0] == "im2col_conv"} - {((512, 2, 2), 1)}     # less the weight probe
+    assert im2col == {((4, 4, 4), 1), ((32, 24, 24), 1), ((128, 12, 12), 1), ((256, 6, 6), 1)}
+    assert {k[2:4] for k in fake.backward_calls if k[0] == "im2col_conv"} - {((512, 2, 2), 1)} == im2col
     assert not [k for k in fake.calls if k[0] == "pointwise_conv"]
     assert spec["efficiency"]["pointwise_conv"] == spec["efficiency"]["conv"] == pytest.approx(EFFICIENCY["conv"])
     assert spec["layer_overhead"]["pointwise_conv"] == spec["layer_overhead"]["conv"]
@@ -440,7 +450,7 @@ def test_a_noisy_fake_machine_is_re_measured_then_refused_naming_the_quantity_an
     with pytest.raises(Unsteady, match=r"^another process is using the CPU: the conv layer timings varied by 53%"):
         run(fake)
     conv = [(key[3], n) for key, n in fake.calls.items() if key[0] == "conv"]
-    assert len(conv) == 1 + 6 * 2 and conv[0] == (1, 1)     # the tiny layer, steady: once; 6 suite layers × 2 batches
+    assert len(conv) == 1 + 6 * 2 and conv[0] == (2, 1)     # the tiny layer, steady: once; 6 suite layers × 2 batches
     assert {n for _, n in conv[1:]} == {3}                              # every suite layer measured 1 + 2 times
 
 

@@ -19,7 +19,7 @@ BASE = dict(id="cpu", name="cpu", vendor="-", kind="CPU", year=2026, peak_flops=
 
 
 def _conv():
-    # 512 → 512 channels, 3×3, on 2×2 at batch 1: weights 512 × 512 × 9 = 2,359,296 × 4 B = 9,437,184 B
+    # 512 → 512 channels, 3×3, on 7×7 at batch 1 (oneDNN's path): weights 512 × 512 × 9 = 2,359,296 × 4 B = 9,437,184 B
     return _weight_probes()["conv"][0]
 
 
@@ -43,19 +43,21 @@ def test_weights_at_their_own_rate_the_rest_at_the_bandwidth():
 def test_calibration_reads_the_rate_off_the_probes():
     probes = _weight_probes()
     eff = {"conv": (0.5, 0, {}, 20e-6, 0.5, ()), "linear": (0.5, 0, {}, 5e-6, 0.5, ())}
+    rates = {"conv": 3e9, "im2col_conv": 2e9, "linear": 8e9}
     runs = {}
     for cls, (net, batch, _) in probes.items():
         w = layer_work(compile_network(net).nodes[0], False).forward
-        # t = compute at 0.5 × 1e11 + other bytes at 1e10 + per-call overhead + weights at 3e9 (conv) / 8e9 (linear)
-        rate = {"conv": 3e9, "linear": 8e9}[cls]
-        t = (w.flops * batch / 5e10 + (w.act * 4 + w.xbytes) * batch / 1e10 + eff[cls][3]
-             + w.weights * 4 / rate)
+        # t = compute at 0.5 × 1e11 + other bytes at 1e10 + per-call overhead + weights at the class's rate; the
+        # im2col probe (no suite of its own) at conv's efficiency and overhead
+        own = eff["conv" if cls == "im2col_conv" else cls]
+        t = (w.flops * batch / 5e10 + (w.act * 4 + w.xbytes) * batch / 1e10 + own[3]
+             + w.weights * 4 / rates[cls])
         runs[cls] = [t * 0.99, t, t * 1.01]                       # median t
     got = _weight_bandwidths(probes, runs, eff, 1e11, 1e10)
-    assert got == {"conv": pytest.approx(3e9), "linear": pytest.approx(8e9)}
+    assert got == {cls: pytest.approx(r) for cls, r in rates.items()}
     # weights read as fast as the bandwidth (above 0.9 × 1e10): no rate of their own
     fast = {cls: [statistics.median(r) - layer_work(compile_network(probes[cls][0]).nodes[0], False).forward.weights
-                  * 4 * (1 / {"conv": 3e9, "linear": 8e9}[cls] - 1 / 1e10)] for cls, r in runs.items()}
+                  * 4 * (1 / rates[cls] - 1 / 1e10)] for cls, r in runs.items()}
     assert _weight_bandwidths(probes, fast, eff, 1e11, 1e10) == {}
 
 
@@ -90,7 +92,7 @@ def test_calibration_reads_the_backward_rate_off_the_probes_less_their_fresh_pag
     #   its gradient on fresh pages: 67,108,864 B at a page-fault rate of 2e9: 33.554432 ms; overhead 5 µs
     t = 1.34217728e-3 + 4.9152e-6 + 16.777216e-3 + 33.554432e-3 + 5e-6
     runs = {"linear": [(t * 1.01, 67_108_864), (t, 67_108_864), (t * 0.99, 67_108_864)],
-            "conv": [(1e-9, 0)] * 3}            # the conv probe's backward faster than its work: no rate of its own
+            "conv": [(1e-9, 0)] * 3, "im2col_conv": [(1e-9, 0)] * 3}     # faster than their work: no rate
     assert _weight_bandwidths(probes, runs, eff, 1e11, 1e10, True, 2e9) == {"linear": pytest.approx(8e9)}
     # without the page-fault rate the fresh pages count as weight traffic: 134,217,728 B over 50.33 ms = 2.67 GB/s
     lin = {"linear": probes["linear"]}

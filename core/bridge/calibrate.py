@@ -15,8 +15,8 @@ triad; ``alloc_bandwidth`` the fresh bytes a ReLU faults in over its time less i
 suite of common layer shapes, clamped to [1e-4, 1]. On a CPU the backward (``backward_efficiency``,
 ``backward_overhead`` per autograd node) and the training forward (``train_efficiency``, ``train_overhead``) are
 fitted the same way, with ``update_overhead`` per parameter tensor of an optimizer step, ``weight_bandwidth``: the
-rate a forward reads a conv's or linear layer's weights at where they outgrow the caches, and
-``backward_weight_bandwidth``: a backward's, for its weights and their gradients. Above one thread,
+rate a forward reads a conv's (oneDNN's, or PyTorch's im2col path: "im2col_conv") or linear layer's weights at
+where they outgrow the caches, and ``backward_weight_bandwidth``: a backward's, weights and gradients. Above one thread,
 ``parallel_grain`` g: a layer's time is max(w, min(threads × w, g)), w its work at the calibrated threads' rates.
 A quantity whose runs spread above ``SPREAD_LIMIT``, or a figure out of its bounds, is re-measured, then refused
 (``Unsteady``) unless ``force``; ``calibration.held_out_error`` is the median |predicted ÷ measured − 1| on
@@ -49,6 +49,7 @@ from .calibrate_suites import (
     BACKWARD_BOTH_BATCHES,
     GRAIN_FIT,
     HELD_OUT,
+    SINGLE_BATCH,
     TRAINING_ONLY,
     UPDATE_CASES,
     _class_cases,
@@ -230,8 +231,9 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
 
         def back_layers():
             # each suite layer at its first batch only (a backward with its forward costs ~4× an inference
-            # forward: both batches would not fit the budget), but both for BACKWARD_BOTH_BATCHES
-            picked = suite if cls in BACKWARD_BOTH_BATCHES + TRAINING_ONLY else suite[::2]
+            # forward: both batches would not fit the budget); every case for BACKWARD_BOTH_BATCHES and the
+            # single-batch suites
+            picked = suite if cls in BACKWARD_BOTH_BATCHES + SINGLE_BATCH else suite[::2]
             runs = [machine.time_backward(net, b, attrs, per_layer) for net, b, attrs in picked]
             return ([r[0] for r in runs] + [r[2] for r in runs],
                     ([median_row(net, b, r[0], r[1]) for (net, b, _), r in zip(picked, runs)],
@@ -288,7 +290,8 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
 
     eff = checked(fit, ("layer_overhead", "efficiency"))
     if not machine.gpu:     # a CPU's large weights (oneDNN reorders a conv's every call): how fast they are read
-        probes, each = _weight_probes(), max(end - time.perf_counter(), budget.share("layers") * 0.1) / 2
+        probes = _weight_probes()
+        each = max(end - time.perf_counter(), budget.share("layers") * 0.1) / len(probes)
 
         def weights():
             runs = {cls: machine.time_layer(net, b, attrs, each)[0] for cls, (net, b, attrs) in probes.items()}
@@ -309,7 +312,7 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
         end = time.perf_counter() + share * 0.8
         for k, cls in enumerate(cases):
             # runs per class: the suite's backward cases (every one, or the first batch's half) and two tiny chains
-            every = cls in BACKWARD_BOTH_BATCHES + TRAINING_ONLY
+            every = cls in BACKWARD_BOTH_BATCHES + SINGLE_BATCH
             runs = (len(cases[cls]) - 1 if every else len(cases[cls]) // 2) + 2
             measure_class(cls, max(end - time.perf_counter(), 0.0) / (len(cases) - k) / runs,
                           ("backward_overhead", "backward_efficiency"))

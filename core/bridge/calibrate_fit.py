@@ -27,7 +27,8 @@ OUTLIER_FACTOR = 10.0
 # only where the figure is a compute rate: for the memory-bound classes it is what is left of a layer's time after
 # its bytes at the STREAM bandwidth, which differs by 10× and more between layers that are all steady (a ReLU that
 # stays in cache beats the bandwidth: 1; a global average pool: 0.01–0.09)
-OUTLIER_CLASSES = ("conv", "pointwise_conv", "grouped_conv", "depthwise_conv", "depthwise_conv_large", "linear")
+OUTLIER_CLASSES = ("conv", "pointwise_conv", "im2col_conv", "grouped_conv", "depthwise_conv", "depthwise_conv_large",
+                   "linear")
 GRAIN_GRID = (0.0,) + tuple(10e-6 * 1.25 ** k for k in range(28))     # 0, then 10 µs … ~4 ms
 
 
@@ -74,14 +75,16 @@ def _weight_bandwidths(probes: dict, runs: dict, eff: dict, peak: float, bandwid
     of its time t after compute at the class's efficiency, the other bytes at the bandwidth, the fresh pages at
     ``fault_rate`` and the per-call overhead, W ÷ (t − c / (peak · efficiency) − m_other − fresh − overhead). A
     backward's W is its weights and their gradients (``backward_weight_bandwidth``; a forward's:
-    ``weight_bandwidth``). Only a class that moves them below ``WEIGHT_SLOWER`` × the bandwidth gets one."""
+    ``weight_bandwidth``). Only a class that moves them below ``WEIGHT_SLOWER`` × the bandwidth gets one. A probe
+    class without a suite (im2col_conv) is read at its fallback's efficiency and per-call cost."""
     out = {}
     for cls, (network, batch, _) in probes.items():
         pairs = runs[cls] if backward else [(t, 0) for t in runs[cls]]
         t, fresh = sorted(pairs)[(len(pairs) - 1) // 2]       # the median run (the lower of two middles)
         w = _one_layer_work(network, backward)
         weights, other = w.weights * 4, (w.act * 4 + w.xbytes) * batch
-        left = (t - w.flops * batch / (peak * eff[cls][0]) - other / bandwidth - eff[cls][3]
+        e = next(eff[c] for c in work_fallbacks(cls) if c in eff)     # im2col_conv: conv's suite
+        left = (t - w.flops * batch / (peak * e[0]) - other / bandwidth - e[3]
                 - (fresh / fault_rate if fault_rate else 0.0))
         if left > 0 and weights / left < WEIGHT_SLOWER * bandwidth:
             out[cls] = weights / left
@@ -130,7 +133,7 @@ def _efficiencies(timed: dict, peak: float, bandwidth: float, fresh: tuple | Non
     from ..report import Report
 
     probe = Device(id="local", name="calibration", vendor="-", kind="CPU", year=2000, peak_flops={"fp32": peak},
-                   memory_bandwidth=bandwidth, source="-", efficiency={"conv": 1.0},
+                   memory_bandwidth=bandwidth, source="-", efficiency={"conv": 1.0, "im2col_conv": 1.0},
                    weight_bandwidth=dict(weight_bandwidth or {}))
     fault_rate = fresh[1] if fresh else None
     out = {}

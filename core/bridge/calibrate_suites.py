@@ -36,6 +36,9 @@ BACKWARD_BOTH_BATCHES = ("depthwise_conv", "depthwise_conv_large")
 # at 0.54–0.62 put ResNet-50/101 and ResNeXt-50's forwards +20…+51 % (runs 15, 17, 18), where conv's 3×3 figure
 # predicted them within the runs' noise
 TRAINING_ONLY = ("pointwise_conv",)
+# classes whose suite runs at its one batch (1) only, not also at 8×: the training-only ones, and the convs PyTorch runs
+# as im2col + GEMM, which it does at batch 1 only (core.work.im2col_conv)
+SINGLE_BATCH = TRAINING_ONLY + ("im2col_conv",)
 # the self-check's networks: (built-in name, per-sample input shape or None for the network's own), batch 1
 HELD_OUT = (("mnist_cnn", None), ("squeezenet1_0", (3, 64, 64)), ("resnet18", (3, 64, 64)))
 # parallel_grain is fitted on these whole networks at batch 1, at more than one thread only: twelve of the zoo's
@@ -128,15 +131,21 @@ def _case_specs(gpu: bool) -> dict:
     def both(cases):
         return cases[:1] + [(op, shape, b2, attrs) for op, shape, b, attrs in cases[1:] for b2 in (b, 8 * b)]
 
-    return {k: v if k in TRAINING_ONLY else both(v) for k, v in {
-        "conv": [conv(4, 4, 3, 4, batch=1),
+    # a class's tiny layer runs on the path its layers take in a network: oneDNN for conv and pointwise_conv (at
+    # batch 1 PyTorch hands a conv of 64 input elements to its im2col path, whose fixed cost per call was a fifth of
+    # oneDNN's on an AMD EPYC: 12 against ~60 µs), im2col for im2col_conv
+    specs = {
+        "conv": [conv(4, 4, 3, 4, batch=2),
                  conv(3, 64, 7, 224, stride=2), conv(64, 64, 3, 56), conv(128, 128, 3, 28), conv(256, 256, 3, 14),
                  conv(512, 512, 3, 7), conv(16, 64, 3, 55)],
         # 1×1 stride-1 convs: ResNet-50's bottleneck reduce and expand at three stages, an inverted residual's expand
         # (MobileNet V2 at 56×56) and project (EfficientNet's last stage)
-        "pointwise_conv": [conv(4, 4, 1, 4, batch=1),
+        "pointwise_conv": [conv(4, 4, 1, 4, batch=2),
                            conv(256, 64, 1, 56), conv(64, 256, 1, 56), conv(512, 128, 1, 28), conv(1024, 256, 1, 14),
                            conv(24, 144, 1, 56), conv(1152, 192, 1, 7)],
+        # 3×3 convs of at most 20,480 input elements at batch 1: late stages at small inputs, small branches
+        "im2col_conv": [conv(4, 4, 3, 4, batch=1),
+                        conv(32, 32, 3, 24), conv(128, 128, 3, 12), conv(256, 256, 3, 6)],
         # ResNeXt-50 32×4d's 3×3 stages (32 groups) and a RegNet-X block (groups of 16 channels)
         "grouped_conv": [conv(8, 8, 3, 4, groups=2, batch=1),
                          conv(128, 128, 3, 56, groups=32), conv(256, 256, 3, 28, groups=32),
@@ -171,7 +180,8 @@ def _case_specs(gpu: bool) -> dict:
                         ("silu", (144, 56, 56), nb, {}), ("hardswish", (72, 56, 56), nb, {}),
                         ("adaptive_avg_pool2d", (2048, 7, 7), nb, dict(output_size=1)),
                         ("adaptive_avg_pool2d", (240, 28, 28), nb, dict(output_size=1))],
-    }.items()}
+    }
+    return {k: v if k in SINGLE_BATCH else both(v) for k, v in specs.items() if not (gpu and k == "im2col_conv")}
 
 
 def _class_cases(gpu: bool) -> dict:
@@ -183,14 +193,18 @@ def _class_cases(gpu: bool) -> dict:
 
 
 def _weight_probes() -> dict:
-    """class → (IR network of one layer, batch, attrs) whose weights are most of its traffic and too large for a
-    cache: a ResNet's last-stage 3×3 conv (512 channels, 2×2, 9.4 MB of fp32 weights) and a classifier's 4096 × 4096
-    linear layer (67 MB), at batch 1. Their time beyond compute, activations and the per-call cost is how fast the
-    class reads its weights (``calibrate_fit._weight_bandwidths``)."""
+    """class → (IR network of one layer, batch, attrs) whose weights are a large part of its traffic and too large
+    for a cache, at batch 1: a ResNet's last-stage 3×3 conv (512 channels, 9.4 MB of fp32 weights) at 7×7, as
+    oneDNN runs it, and at 2×2, where PyTorch runs it as im2col + GEMM ("im2col_conv": ``core.work.im2col_conv``),
+    and a classifier's 4096 × 4096 linear layer (67 MB). Their time beyond compute, activations and the per-call
+    cost is how fast the class reads its weights (``calibrate_fit._weight_bandwidths``)."""
     from ..ir import Network, Node
 
-    cases = {"conv": ("conv2d", (512, 2, 2), dict(out_channels=512, kernel_size=3, stride=1, padding=1, groups=1,
-                                                  bias=False)),
+    def conv(hw):
+        return ("conv2d", (512, hw, hw), dict(out_channels=512, kernel_size=3, stride=1, padding=1, groups=1,
+                                               bias=False))
+
+    cases = {"conv": conv(7), "im2col_conv": conv(2),
              "linear": ("linear", (4096,), dict(out_features=4096, bias=False))}
     return {cls: (Network.make(op, {"x": shape}, [Node.make(op, op, "x", **attrs)]), 1, attrs)
             for cls, (op, shape, attrs) in cases.items()}
