@@ -325,10 +325,10 @@ def test_the_backward_figures_and_the_optimizer_steps_cost_are_fitted_from_their
     backward_pw = {k[2:4] for k in fake.backward_calls if k[0] == "pointwise_conv"}
     assert backward_pw - {((4, 4, 4), 2)} == {(shape, 1) for shape, _ in backward_pw if shape != (4, 4, 4)}
     assert len(backward_pw) == 1 + 6
-    # the im2col path's suite: tiny and three layers, at batch 1 only (no 8× batch: PyTorch runs oneDNN there), in
+    # the im2col path's suite: tiny and four layers, at batch 1 only (no 8× batch: PyTorch runs oneDNN there), in
     # the inference forward as in the training passes
     im2col = {k[2:4] for k in fake.calls if k[0] == "im2col_conv"} - {((512, 2, 2), 1)}     # less the weight probe
-    assert im2col == {((4, 4, 4), 1), ((32, 24, 24), 1), ((128, 12, 12), 1), ((256, 6, 6), 1)}
+    assert im2col == {((4, 4, 4), 1), ((32, 24, 24), 1), ((48, 20, 20), 1), ((96, 14, 14), 1), ((128, 12, 12), 1)}
     assert {k[2:4] for k in fake.backward_calls if k[0] == "im2col_conv"} - {((512, 2, 2), 1)} == im2col
     assert not [k for k in fake.calls if k[0] == "pointwise_conv"]
     assert spec["efficiency"]["pointwise_conv"] == spec["efficiency"]["conv"] == pytest.approx(EFFICIENCY["conv"])

@@ -143,9 +143,11 @@ def _case_specs(gpu: bool) -> dict:
         "pointwise_conv": [conv(4, 4, 1, 4, batch=2),
                            conv(256, 64, 1, 56), conv(64, 256, 1, 56), conv(512, 128, 1, 28), conv(1024, 256, 1, 14),
                            conv(24, 144, 1, 56), conv(1152, 192, 1, 7)],
-        # 3×3 convs of at most 20,480 input elements at batch 1: late stages at small inputs, small branches
+        # 3×3 convs of at most 20,480 input elements at batch 1 whose compute outweighs their weights (a 256-channel
+        # one at 6×6, 2.4 MB of weights, ran at 0.47 of the peak, where its weights at the 2×2 probe's 7 GB/s alone
+        # would take all its time: the class's figure then swung 0.27–1.0 between calibrations)
         "im2col_conv": [conv(4, 4, 3, 4, batch=1),
-                        conv(32, 32, 3, 24), conv(128, 128, 3, 12), conv(256, 256, 3, 6)],
+                        conv(32, 32, 3, 24), conv(48, 48, 3, 20), conv(96, 96, 3, 14), conv(128, 128, 3, 12)],
         # ResNeXt-50 32×4d's 3×3 stages (32 groups) and a RegNet-X block (groups of 16 channels)
         "grouped_conv": [conv(8, 8, 3, 4, groups=2, batch=1),
                          conv(128, 128, 3, 56, groups=32), conv(256, 256, 3, 28, groups=32),
