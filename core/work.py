@@ -104,8 +104,8 @@ def layer_work(n: NodeInfo, fused: bool) -> LayerWork:
 # ungrouped conv whose kernel is at most 3 wide in one dimension and whose input holds at most 20,480 elements runs
 # PyTorch's own im2col + GEMM, not oneDNN (oneDNN's verbose log, torch 2.14: 416×7×7 and 256×8×8 im2col, 418×7×7 and
 # 256×9×9 oneDNN). A GEMM as narrow as the feature map streams its weights: on an AMD EPYC a 512→512 3×3 conv at
-# 2×2 read them at 7 GB/s, one at 7×7 (oneDNN) near the memory bandwidth, and the path's fixed cost per call was a
-# fifth of oneDNN's. A CPU calibrated with the class (its figures in ``efficiency``) times these layers as it.
+# 2×2 read them at 7 GB/s, one at 7×7 (oneDNN) near the memory bandwidth. A CPU calibrated with the class (its
+# figures in ``efficiency``: conv's, and a weight rate of its own) times these layers as it.
 IM2COL_MAX_INPUT = 20480
 
 

@@ -49,7 +49,6 @@ from .calibrate_suites import (
     BACKWARD_BOTH_BATCHES,
     GRAIN_FIT,
     HELD_OUT,
-    SINGLE_BATCH,
     TRAINING_ONLY,
     UPDATE_CASES,
     _class_cases,
@@ -231,9 +230,8 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
 
         def back_layers():
             # each suite layer at its first batch only (a backward with its forward costs ~4× an inference
-            # forward: both batches would not fit the budget); every case for BACKWARD_BOTH_BATCHES and the
-            # single-batch suites
-            picked = suite if cls in BACKWARD_BOTH_BATCHES + SINGLE_BATCH else suite[::2]
+            # forward: both batches would not fit the budget), but both for BACKWARD_BOTH_BATCHES
+            picked = suite if cls in BACKWARD_BOTH_BATCHES + TRAINING_ONLY else suite[::2]
             runs = [machine.time_backward(net, b, attrs, per_layer) for net, b, attrs in picked]
             return ([r[0] for r in runs] + [r[2] for r in runs],
                     ([median_row(net, b, r[0], r[1]) for (net, b, _), r in zip(picked, runs)],
@@ -312,7 +310,7 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
         end = time.perf_counter() + share * 0.8
         for k, cls in enumerate(cases):
             # runs per class: the suite's backward cases (every one, or the first batch's half) and two tiny chains
-            every = cls in BACKWARD_BOTH_BATCHES + SINGLE_BATCH
+            every = cls in BACKWARD_BOTH_BATCHES + TRAINING_ONLY
             runs = (len(cases[cls]) - 1 if every else len(cases[cls]) // 2) + 2
             measure_class(cls, max(end - time.perf_counter(), 0.0) / (len(cases) - k) / runs,
                           ("backward_overhead", "backward_efficiency"))
@@ -385,8 +383,6 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
         spec["update_overhead"] = update
         spec["train_efficiency"] = _every_class({k: v[0] for k, v in train.items()})
         spec["train_overhead"] = _every_class({k: v[3] for k, v in train.items()})
-        if "im2col_conv" in train:      # the same kernels, timed again minutes later: a slow spell only slows
-            spec["efficiency"]["im2col_conv"] = max(eff["im2col_conv"][0], train["im2col_conv"][0])
     if capacity:
         spec["memory_capacity"] = capacity
 

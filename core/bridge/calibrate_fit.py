@@ -27,8 +27,7 @@ OUTLIER_FACTOR = 10.0
 # only where the figure is a compute rate: for the memory-bound classes it is what is left of a layer's time after
 # its bytes at the STREAM bandwidth, which differs by 10× and more between layers that are all steady (a ReLU that
 # stays in cache beats the bandwidth: 1; a global average pool: 0.01–0.09)
-OUTLIER_CLASSES = ("conv", "pointwise_conv", "im2col_conv", "grouped_conv", "depthwise_conv", "depthwise_conv_large",
-                   "linear")
+OUTLIER_CLASSES = ("conv", "pointwise_conv", "grouped_conv", "depthwise_conv", "depthwise_conv_large", "linear")
 GRAIN_GRID = (0.0,) + tuple(10e-6 * 1.25 ** k for k in range(28))     # 0, then 10 µs … ~4 ms
 
 

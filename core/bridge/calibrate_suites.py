@@ -36,9 +36,6 @@ BACKWARD_BOTH_BATCHES = ("depthwise_conv", "depthwise_conv_large")
 # at 0.54–0.62 put ResNet-50/101 and ResNeXt-50's forwards +20…+51 % (runs 15, 17, 18), where conv's 3×3 figure
 # predicted them within the runs' noise
 TRAINING_ONLY = ("pointwise_conv",)
-# classes whose suite runs at its one batch (1) only, not also at 8×: the training-only ones, and the convs PyTorch runs
-# as im2col + GEMM, which it does at batch 1 only (core.work.im2col_conv)
-SINGLE_BATCH = TRAINING_ONLY + ("im2col_conv",)
 # the self-check's networks: (built-in name, per-sample input shape or None for the network's own), batch 1
 HELD_OUT = (("mnist_cnn", None), ("squeezenet1_0", (3, 64, 64)), ("resnet18", (3, 64, 64)))
 # parallel_grain is fitted on these whole networks at batch 1, at more than one thread only: twelve of the zoo's
@@ -131,9 +128,10 @@ def _case_specs(gpu: bool) -> dict:
     def both(cases):
         return cases[:1] + [(op, shape, b2, attrs) for op, shape, b, attrs in cases[1:] for b2 in (b, 8 * b)]
 
-    # a class's tiny layer runs on the path its layers take in a network: oneDNN for conv and pointwise_conv (at
-    # batch 1 PyTorch hands a conv of 64 input elements to its im2col path, whose fixed cost per call was a fifth of
-    # oneDNN's on an AMD EPYC: 12 against ~60 µs), im2col for im2col_conv
+    # conv's and pointwise_conv's tiny layers run on oneDNN, as their layers in a network do: at batch 1 PyTorch
+    # hands a conv of 64 input elements to its im2col path, whose fixed cost per call was a fifth of oneDNN's on an
+    # AMD EPYC (12 against ~60 µs). The im2col path has no suite: its figures are conv's, its weight rate its own
+    # (_weight_probes; docs/cpu-calibration.md, "Two paths for a conv at batch 1")
     specs = {
         "conv": [conv(4, 4, 3, 4, batch=2),
                  conv(3, 64, 7, 224, stride=2), conv(64, 64, 3, 56), conv(128, 128, 3, 28), conv(256, 256, 3, 14),
@@ -143,11 +141,6 @@ def _case_specs(gpu: bool) -> dict:
         "pointwise_conv": [conv(4, 4, 1, 4, batch=2),
                            conv(256, 64, 1, 56), conv(64, 256, 1, 56), conv(512, 128, 1, 28), conv(1024, 256, 1, 14),
                            conv(24, 144, 1, 56), conv(1152, 192, 1, 7)],
-        # 3×3 convs of at most 20,480 input elements at batch 1 whose compute outweighs their weights (a 256-channel
-        # one at 6×6, 2.4 MB of weights, ran at 0.47 of the peak, where its weights at the 2×2 probe's 7 GB/s alone
-        # would take all its time: the class's figure then swung 0.27–1.0 between calibrations)
-        "im2col_conv": [conv(4, 4, 3, 4, batch=1),
-                        conv(32, 32, 3, 24), conv(48, 48, 3, 20), conv(96, 96, 3, 14), conv(128, 128, 3, 12)],
         # ResNeXt-50 32×4d's 3×3 stages (32 groups) and a RegNet-X block (groups of 16 channels)
         "grouped_conv": [conv(8, 8, 3, 4, groups=2, batch=1),
                          conv(128, 128, 3, 56, groups=32), conv(256, 256, 3, 28, groups=32),
@@ -183,7 +176,7 @@ def _case_specs(gpu: bool) -> dict:
                         ("adaptive_avg_pool2d", (2048, 7, 7), nb, dict(output_size=1)),
                         ("adaptive_avg_pool2d", (240, 28, 28), nb, dict(output_size=1))],
     }
-    return {k: v if k in SINGLE_BATCH else both(v) for k, v in specs.items() if not (gpu and k == "im2col_conv")}
+    return {k: v if k in TRAINING_ONLY else both(v) for k, v in specs.items()}
 
 
 def _class_cases(gpu: bool) -> dict:
