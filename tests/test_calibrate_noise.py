@@ -326,10 +326,10 @@ def test_the_backward_figures_and_the_optimizer_steps_cost_are_fitted_from_their
     backward_pw = {k[2:4] for k in fake.backward_calls if k[0] == "pointwise_conv"}
     assert backward_pw - {((4, 4, 4), 2)} == {(shape, 1) for shape, _ in backward_pw if shape != (4, 4, 4)}
     assert len(backward_pw) == 1 + 6
-    # the im2col path has no suite: only its weight probe (512 channels at 2×2) runs on it, and its figures are
-    # conv's (the loops above)
-    assert {k[2:4] for k in fake.calls if k[0] == "im2col_conv"} == {((512, 2, 2), 1)}
-    assert {k[2:4] for k in fake.backward_calls if k[0] == "im2col_conv"} == {((512, 2, 2), 1)}
+    # the im2col path has no suite: its tiny layer (batch 1) and its weight probe (512 channels at 2×2) run on it,
+    # and its efficiencies are conv's (the loops above)
+    assert {k[2:4] for k in fake.calls if k[0] == "im2col_conv"} == {((4, 4, 4), 1), ((512, 2, 2), 1)}
+    assert {k[2:4] for k in fake.backward_calls if k[0] == "im2col_conv"} == {((4, 4, 4), 1), ((512, 2, 2), 1)}
     assert not [k for k in fake.calls if k[0] == "pointwise_conv"]
     assert spec["efficiency"]["pointwise_conv"] == spec["efficiency"]["conv"] == pytest.approx(EFFICIENCY["conv"])
     assert spec["layer_overhead"]["pointwise_conv"] == spec["layer_overhead"]["conv"]
@@ -431,6 +431,18 @@ def test_a_gpu_calibration_measures_no_backward():
     fake = Fake(gpu=True, linux_cpu=False)
     spec = run(fake)
     assert "backward_efficiency" not in spec and "update_overhead" not in spec and not fake.backward_calls
+
+
+def test_the_im2col_path_has_its_own_per_call_costs_and_convs_efficiencies():
+    """The im2col path's tiny layer (4→4 3×3 on 4×4 at batch 1) gives its per-call costs; its efficiencies are
+    conv's, from conv's suite (on an AMD EPYC the path's fixed cost per call was 12–16 µs, oneDNN's ~55 µs)."""
+    spec = run(Fake(overhead={"im2col_conv": 3e-6}, backward_overhead={"im2col_conv": 7e-6}))
+    assert spec["layer_overhead"]["im2col_conv"] == pytest.approx(3e-6)     # lowest decile of QUIET × 3 µs
+    assert spec["layer_overhead"]["conv"] == pytest.approx(OVERHEAD)
+    # per node: two tiny layers' backward less one's = (15 + 2 × 7) − (15 + 7) µs = 7 µs
+    assert spec["backward_overhead"]["im2col_conv"] == pytest.approx(7e-6)
+    for field in ("efficiency", "train_efficiency", "backward_efficiency"):
+        assert spec[field]["im2col_conv"] == spec[field]["conv"]
 
 
 def test_a_gpu_convolution_faster_than_the_gemm_does_not_raise_the_peak():

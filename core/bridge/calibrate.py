@@ -197,6 +197,7 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
         tiny, *suite = cases[cls]
         back = any(p.startswith(("backward", "train")) for p in parts)
         do_overhead, do_layers = (any(p.endswith(k) for p in parts) for k in ("overhead", "efficiency"))
+        do_layers = do_layers and bool(suite)       # a tiny layer only (im2col_conv): its fallback's efficiency
 
         def median_row(net, b, t, f):
             k = sorted(range(len(t)), key=t.__getitem__)[(len(t) - 1) // 2]       # the median run
@@ -215,7 +216,7 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
             timed[cls] = [gate.measure(f"{cls} per-layer overhead timings", overhead, OVERHEAD_SPREAD_LIMIT,
                                        low=True)
                           if do_overhead else old[0],
-                          *(gate.measure(f"{cls} layer timings", layers) if do_layers else old[1:])]
+                          *(gate.measure(f"{cls} layer timings", layers) if do_layers else (old or [None])[1:])]
             return
 
         def back_overhead():
@@ -242,7 +243,7 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
               if do_overhead
               else (timed_bwd[cls][0], timed_train[cls][0]))
         rows = (gate.measure(f"{cls} backward layer timings", back_layers) if do_layers
-                else (timed_bwd[cls][1:], timed_train[cls][1:]))
+                else (timed_bwd.get(cls, [None])[1:], timed_train.get(cls, [None])[1:]))
         timed_bwd[cls], timed_train[cls] = [ov[0], *rows[0]], [ov[1], *rows[1]]
 
     inference = [c for c in cases if c not in TRAINING_ONLY]      # the others take their fallback's figures

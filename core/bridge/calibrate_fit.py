@@ -162,6 +162,10 @@ def _efficiencies(timed: dict, peak: float, bandwidth: float, fresh: tuple | Non
         raw = sums[0] / sums[1] if sums[1] else float("inf")
         eff = min(max(raw, 1e-4), 1.0)
         out[cls] = (eff, sums[2] / sums[3] / peak if sums[3] else 0.0, per, overhead, raw, tuple(left_out))
+    for cls, (_, *layers) in timed.items():      # a tiny layer only: its fallback's efficiency, its own overhead
+        fb = next((c for c in work_fallbacks(cls)[1:] if c in out), None)
+        if not layers and fb:
+            out[cls] = (*out[fb][:2], {}, out[cls][3], out[fb][4], ())
     return out
 
 

@@ -130,8 +130,8 @@ def _case_specs(gpu: bool) -> dict:
 
     # conv's and pointwise_conv's tiny layers run on oneDNN, as their layers in a network do: at batch 1 PyTorch
     # hands a conv of 64 input elements to its im2col path, whose fixed cost per call was a fifth of oneDNN's on an
-    # AMD EPYC (12 against ~60 µs). The im2col path has no suite: its figures are conv's, its weight rate its own
-    # (_weight_probes; docs/cpu-calibration.md, "Two paths for a conv at batch 1")
+    # AMD EPYC (12 against ~60 µs). That path (im2col_conv) has its tiny layer only: its efficiencies are conv's, its
+    # weight rate its own (_weight_probes; docs/cpu-calibration.md, "Two paths for a conv at batch 1")
     specs = {
         "conv": [conv(4, 4, 3, 4, batch=2),
                  conv(3, 64, 7, 224, stride=2), conv(64, 64, 3, 56), conv(128, 128, 3, 28), conv(256, 256, 3, 14),
@@ -141,6 +141,7 @@ def _case_specs(gpu: bool) -> dict:
         "pointwise_conv": [conv(4, 4, 1, 4, batch=2),
                            conv(256, 64, 1, 56), conv(64, 256, 1, 56), conv(512, 128, 1, 28), conv(1024, 256, 1, 14),
                            conv(24, 144, 1, 56), conv(1152, 192, 1, 7)],
+        "im2col_conv": [conv(4, 4, 3, 4, batch=1)],
         # ResNeXt-50 32×4d's 3×3 stages (32 groups) and a RegNet-X block (groups of 16 channels)
         "grouped_conv": [conv(8, 8, 3, 4, groups=2, batch=1),
                          conv(128, 128, 3, 56, groups=32), conv(256, 256, 3, 28, groups=32),
@@ -176,7 +177,7 @@ def _case_specs(gpu: bool) -> dict:
                         ("adaptive_avg_pool2d", (2048, 7, 7), nb, dict(output_size=1)),
                         ("adaptive_avg_pool2d", (240, 28, 28), nb, dict(output_size=1))],
     }
-    return {k: v if k in TRAINING_ONLY else both(v) for k, v in specs.items()}
+    return {k: v if k in TRAINING_ONLY else both(v) for k, v in specs.items() if not (gpu and k == "im2col_conv")}
 
 
 def _class_cases(gpu: bool) -> dict:
