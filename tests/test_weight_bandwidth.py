@@ -42,15 +42,14 @@ def test_weights_at_their_own_rate_the_rest_at_the_bandwidth():
 
 def test_calibration_reads_the_rate_off_the_probes():
     probes = _weight_probes()
-    eff = {"conv": (0.5, 0, {}, 20e-6, 0.5, ()), "linear": (0.5, 0, {}, 5e-6, 0.5, ())}
+    eff = {"conv": (0.5, 0, {}, 20e-6, 0.5, ()), "im2col_conv": (0.5, 0, {}, 10e-6, 0.5, ()),
+           "linear": (0.5, 0, {}, 5e-6, 0.5, ())}
     rates = {"conv": 3e9, "im2col_conv": 2e9, "linear": 8e9}
     runs = {}
     for cls, (net, batch, _) in probes.items():
         w = layer_work(compile_network(net).nodes[0], False).forward
-        # t = compute at 0.5 × 1e11 + other bytes at 1e10 + per-call overhead + weights at the class's rate; the
-        # im2col probe (no suite of its own) at conv's efficiency and overhead
-        own = eff["conv" if cls == "im2col_conv" else cls]
-        t = (w.flops * batch / 5e10 + (w.act * 4 + w.xbytes) * batch / 1e10 + own[3]
+        # t = compute at 0.5 × 1e11 + other bytes at 1e10 + the class's per-call overhead + weights at its rate
+        t = (w.flops * batch / 5e10 + (w.act * 4 + w.xbytes) * batch / 1e10 + eff[cls][3]
              + w.weights * 4 / rates[cls])
         runs[cls] = [t * 0.99, t, t * 1.01]                       # median t
     got = _weight_bandwidths(probes, runs, eff, 1e11, 1e10)
@@ -84,7 +83,8 @@ def test_a_backward_moves_weights_and_gradients_at_the_backward_rate():
 
 def test_calibration_reads_the_backward_rate_off_the_probes_less_their_fresh_pages():
     probes = _weight_probes()
-    eff = {"conv": (0.5, 0, {}, 20e-6, 0.5, ()), "linear": (0.5, 0, {}, 5e-6, 0.5, ())}
+    eff = {"conv": (0.5, 0, {}, 20e-6, 0.5, ()), "im2col_conv": (0.5, 0, {}, 10e-6, 0.5, ()),
+           "linear": (0.5, 0, {}, 5e-6, 0.5, ())}
     # the linear probe's backward, its input requiring a gradient as an inner layer's does:
     #   FLOPs: dgrad 2 × 4096 × 4096 + wgrad 2 × 4096 × 4096 = 67,108,864, at 0.5 × 1e11: 1.34217728 ms
     #   activations: dy 4096 + dx 4096 + saved x 4096 = 12,288 × 4 B = 49,152 B at 1e10: 4.9152 µs

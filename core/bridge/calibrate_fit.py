@@ -74,16 +74,14 @@ def _weight_bandwidths(probes: dict, runs: dict, eff: dict, peak: float, bandwid
     of its time t after compute at the class's efficiency, the other bytes at the bandwidth, the fresh pages at
     ``fault_rate`` and the per-call overhead, W ÷ (t − c / (peak · efficiency) − m_other − fresh − overhead). A
     backward's W is its weights and their gradients (``backward_weight_bandwidth``; a forward's:
-    ``weight_bandwidth``). Only a class that moves them below ``WEIGHT_SLOWER`` × the bandwidth gets one. A probe
-    class without a suite of its own is read at its fallback's efficiency and per-call cost."""
+    ``weight_bandwidth``). Only a class that moves them below ``WEIGHT_SLOWER`` × the bandwidth gets one."""
     out = {}
     for cls, (network, batch, _) in probes.items():
         pairs = runs[cls] if backward else [(t, 0) for t in runs[cls]]
         t, fresh = sorted(pairs)[(len(pairs) - 1) // 2]       # the median run (the lower of two middles)
         w = _one_layer_work(network, backward)
         weights, other = w.weights * 4, (w.act * 4 + w.xbytes) * batch
-        e = next(eff[c] for c in work_fallbacks(cls) if c in eff)
-        left = (t - w.flops * batch / (peak * e[0]) - other / bandwidth - e[3]
+        left = (t - w.flops * batch / (peak * eff[cls][0]) - other / bandwidth - eff[cls][3]
                 - (fresh / fault_rate if fault_rate else 0.0))
         if left > 0 and weights / left < WEIGHT_SLOWER * bandwidth:
             out[cls] = weights / left
