@@ -206,12 +206,16 @@ class Estimate:
         return cpu_heap.backward_fresh_bytes(self.report.compiled, self.report.batch_size, p.activation, p.weight,
                                              d.alloc_threshold)
 
+    @cached_property
+    def layer_classes(self) -> tuple[str, ...]:
+        """Each layer's class of work: its rule's, or on a calibrated CPU the im2col path's (``cpu_classes``)."""
+        return self.cpu_classes or tuple(lw.work_class for lw in self.work.layers)
+
     def _layer_works(self, which: str) -> list[Work]:
         fresh = self.fresh_bytes if which == "forward" else self.backward_fresh_bytes
-        classes = self.cpu_classes or [lw.work_class for lw in self.work.layers]
         works = [self._at_batch(getattr(lw, which), c, self._flops(lw, getattr(lw, which).flops), f,
                                 which == "backward")
-                 for lw, c, f in zip(self.work.layers, classes, fresh)]
+                 for lw, c, f in zip(self.work.layers, self.layer_classes, fresh)]
         if self.variant == "predicted":
             return [w for parts in self._layer_parts(which, works) for w in parts]
         return works
@@ -453,10 +457,9 @@ class Estimate:
         else:
             fwd, bwd = ([self.time(w) for w in self._layer_works(which)] for which in ("forward", "backward"))
             fk = bk = [()] * len(fwd)
-        classes = self.cpu_classes or [lw.work_class for lw in self.work.layers]
         return tuple(LayerTime(lw.node.name, lw.node.op, c,
                                self._algorithm(lw.node) if lw.node.rule.algorithms else None, f, b, k, kf)
-                     for lw, c, f, b, k, kf in zip(self.work.layers, classes, fwd, bwd, bk, fk))
+                     for lw, c, f, b, k, kf in zip(self.work.layers, self.layer_classes, fwd, bwd, bk, fk))
 
     # -- public results (JSON keys are a contract: python -m core estimate --json) -----------------------------
     @cached_property

@@ -122,9 +122,10 @@ def im2col_conv(lw: LayerWork, batch: int) -> bool:
 def cpu_classes(layers: tuple[LayerWork, ...], batch: int, efficiency: dict | None) -> tuple[str, ...] | None:
     """Each layer's class of work on a CPU calibrated with the im2col path ("im2col_conv" in its ``efficiency``):
     "im2col_conv" where ``im2col_conv``; None where the device has no such figure or no layer runs the path."""
-    if "im2col_conv" not in (efficiency or {}) or not any(im2col_conv(lw, batch) for lw in layers):
+    if "im2col_conv" not in (efficiency or {}):
         return None
-    return tuple("im2col_conv" if im2col_conv(lw, batch) else lw.work_class for lw in layers)
+    classes = tuple("im2col_conv" if im2col_conv(lw, batch) else lw.work_class for lw in layers)
+    return classes if "im2col_conv" in classes else None
 
 
 # Element accesses per parameter of torch.optim's per-parameter loop (torch 2.14 ``_single_tensor_sgd`` /

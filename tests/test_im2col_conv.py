@@ -43,7 +43,7 @@ def test_which_convs_run_as_im2col(net, batch, expected):
     assert im2col_conv(layer(net), batch) is expected
 
 
-def test_a_device_without_the_rate_keeps_every_layers_class():
+def test_a_device_without_the_class_keeps_every_layers_class():
     layers = network_work(compile_network(conv_net(512, 2)), False).layers
     assert cpu_classes(layers, 1, None) is None
     assert cpu_classes(layers, 1, OLD) is None
