@@ -113,11 +113,9 @@ _SECONDS = {"type": "number", "minimum": 0, "maximum": 1}      # a per-call cost
 _PEAKS, _RATE = _each(PRECISION_KEYS, {"type": "number", **_PEAK}), {"type": "number", **_BANDWIDTH}
 _EFFICIENCY = _each(OP_CLASSES, {"type": "number", "minimum": EFFICIENCY_MIN, "maximum": 1})   # class → its share
 
-# GPU generations a device's ``architecture`` names (the GPU time model fits its parameters per generation), oldest
-# first per vendor; "fixed-function": a GPU before programmable shaders (GeForce 256). "ampere" is the GA10x chips
-# (RTX 30, A10, A40, RTX A6000); "ampere-ga100" the data-centre A100 (GA100: tensor cores at twice the GA10x rate
-# per SM, 64 FP32 lanes per SM), fitted apart because it runs the same work differently (A100 whitepaper, GA102
-# whitepaper).
+# GPU generations a device's ``architecture`` names (the GPU time model fits per generation), oldest first per
+# vendor; "fixed-function": before programmable shaders (GeForce 256). "ampere": GA10x (RTX 30, A10, A40); the A100
+# (GA100: tensor cores at twice GA10x's rate per SM, 64 FP32 lanes per SM) fitted apart (A100, GA102 whitepapers).
 ARCHITECTURES = ("fixed-function", "tesla", "fermi", "kepler", "maxwell", "pascal", "volta", "turing", "ampere",
                  "ampere-ga100", "ada", "hopper", "blackwell", "gcn", "rdna", "rdna2", "rdna3", "cdna", "cdna2",
                  "cdna3")
@@ -180,8 +178,7 @@ DEVICE_FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec("parallel_grain", float, "seconds of a layer's work at one thread below which a CPU calibrated at "
               "several threads does not split it (it runs at one thread's speed; up to this, the split is paid): "
               "fitted by calibrate on whole networks", rule={"minimum": 0, "maximum": 1}, default=None),
-    # a Linux CPU's malloc (glibc): bytes a forward pass writes to fresh pages (core.cpu_heap replays its
-    # allocations) run at alloc_bandwidth, the page-fault rate
+    # glibc's malloc: a forward's bytes on fresh pages (core.cpu_heap) run at alloc_bandwidth, the page-fault rate
     FieldSpec("alloc_threshold", float, "the allocator's largest mmap threshold, bytes (glibc: 32 MiB on 64-bit)",
               rule={**_POSITIVE, "maximum": CAPACITY_MAX}, default=None),
     FieldSpec("alloc_bandwidth", float, "rate of writes to pages the process has not touched yet (page faults), "
@@ -190,6 +187,10 @@ DEVICE_FIELDS: tuple[FieldSpec, ...] = (
               "CPUs: oneDNN reorders a conv's weights every call)", rule=_each(OP_CLASSES, _RATE), default={}),
     FieldSpec("backward_weight_bandwidth", dict, "the same in a backward pass, for its weights and their gradients",
               rule=_each(OP_CLASSES, _RATE), default={}),
+    FieldSpec("padded_layout", dict, "a calibrated CPU's oneDNN convs: the channel block of its layout and the seconds "
+              "per element copied for a tensor whose channels do not fill it (core.work.padded_elements)", default={},
+              rule={"additionalProperties": False, "required": ["block", "seconds"], "properties": {
+                  "block": {"type": "integer", "minimum": 1, "maximum": 1024}, "seconds": _SECONDS}}),
     # how good a calibration is (core.bridge.calibrate): the app and an estimate can say so
     FieldSpec("calibration", dict, "a calibrated device's quality: torch threads it was measured at, the median "
               "|error| predicting held-out networks (fraction) and each one's signed error, the largest spread "

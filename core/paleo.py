@@ -29,8 +29,7 @@ from .errors import CalcError, DeviceError
 from .graph import NodeInfo
 from .ir import Network
 from .precision import Precision, optimizer
-from .predicted import PredictedTimes, cast_work, predicted_work
-from .registry import numel
+from .predicted import PredictedTimes, layer_parts, predicted_work
 from .report import Report, as_report
 from .roofline import RooflinePoint, passes_roofline
 from .settings import DP_SETTINGS, SETTINGS, check_ppp, check_rate, check_settings, check_threads, choice
@@ -56,6 +55,7 @@ from .work import (
     eager_update_bytes,
     figure,
     network_work,
+    padded_elements,
     param_tensors,
     trainable_layers,
 )
@@ -162,10 +162,10 @@ class Estimate:
         non_finite(self, term, w)
 
     def _at_batch(self, pw: PassWork, work_class: str | None, flops: float, fresh: int = 0,
-                  backward: bool = False, train: bool = False) -> Work:
+                  backward: bool = False, train: bool = False, padded: int = 0) -> Work:
         n, p = self.report.batch_size, self.precision
         return Work(work_class, flops, (pw.act * p.activation + pw.xbytes) * n + pw.weights * p.weight, fresh,
-                    pw.calls, backward=backward, train=train, weight_bytes=pw.weights * p.weight)
+                    pw.calls, backward=backward, train=train, weight_bytes=pw.weights * p.weight, padded=padded)
 
     def _flops(self, lw: LayerWork, per_sample: int) -> float:
         """FLOPs at this batch with the chosen conv algorithm (backward convs change by the forward's factor)."""
@@ -207,54 +207,37 @@ class Estimate:
                                              d.alloc_threshold)
 
     @cached_property
+    def padded(self) -> tuple[int, ...]:
+        """Per layer, a forward's elements in padded oneDNN layouts (``padded_elements``) on a CPU calibrated with
+        ``padded_layout`` (its fp32 figure), else zeros."""
+        pl, n = self.device.padded_layout, len(self.work.layers)
+        if not pl or self.variant == "predicted" or self.device.kind != "CPU" or self.precision.activation != 4:
+            return (0,) * n
+        return padded_elements(self.work.layers, self.report.batch_size, pl["block"])
+
+    @cached_property
     def layer_classes(self) -> tuple[str, ...]:
         """Each layer's class of work: its rule's, or on a calibrated CPU the im2col path's (``cpu_classes``)."""
         return self.cpu_classes or tuple(lw.work_class for lw in self.work.layers)
 
     def _layer_works(self, which: str) -> list[Work]:
         fresh = self.fresh_bytes if which == "forward" else self.backward_fresh_bytes
+        padded = self.padded if which == "forward" else (0,) * len(fresh)
         works = [self._at_batch(getattr(lw, which), c, self._flops(lw, getattr(lw, which).flops), f,
-                                which == "backward")
-                 for lw, c, f in zip(self.work.layers, self.layer_classes, fresh)]
+                                which == "backward", padded=e)
+                 for lw, c, f, e in zip(self.work.layers, self.layer_classes, fresh, padded)]
         if self.variant == "predicted":
             return [w for parts in self._layer_parts(which, works) for w in parts]
         return works
 
     def _layer_parts(self, which: str, works: list[Work] | None = None) -> list[tuple[Work, ...]]:
-        """The predicted variant's works per layer: one, or in the backward pass of a conv or linear layer with
-        trainable weights two GEMMs, the input gradient (dgrad: dy·W, tiles of N·H_in·W_in × C_in) and the weight
-        gradient (wgrad: dyᵀ·x, its own efficiency), each a kernel call reading dy. In mixed precision a conv or
-        linear layer's pass ends with its cast kernels (``cast_work``)."""
+        """The predicted variant's works per layer (``predicted.layer_parts``)."""
         src = "forward" if which == "train_forward" else which
         if works is None:
             works = [self._at_batch(getattr(lw, src), lw.work_class, self._flops(lw, getattr(lw, src).flops))
                      for lw in self.work.layers]
-        n, p, out, compiled = self.report.batch_size, self.precision, [], self.report.compiled
-        for lw, w in zip(self.work.layers, works):
-            node = lw.node
-            w = Work(w.work_class, w.flops, w.bytes, w.fresh_bytes, w.calls,      # (replace() costs 3× more)
-                     gpu_model.layer_tiles(node, n), which == "backward", train=which == "train_forward",
-                     blocks=gpu_model.channel_blocks(node, lw.work_class, which),
-                     cuda_core=which == "backward" and gpu_model.cuda_core_backward(lw, compiled, p.activation),
-                     stem=self.stem_on_cuda_cores and gpu_model.stem_conv(node))
-            cast = cast_work(lw, p, which)
-            if which != "backward" or not (w.flops and node.bwd_weight_flops
-                                           and gpu_model.compute_class(lw.work_class)):
-                out.append((w, cast) if cast else (w,))
-                continue
-            wflops = w.flops * node.bwd_weight_flops / lw.backward.flops     # the conv algorithm's factor kept
-            saved = sum(numel(node.in_shapes[i]) for i in node.saves.inputs)
-            grads = sum(numel(sh) for sh, g in zip(node.in_shapes, node.grad_in) if g)
-            wgrad = replace(w, flops=wflops, calls=1, weight_grad=True,
-                            bytes=(node.out_elems + saved) * p.activation * n + node.params.trainable * p.weight)
-            if w.flops - wflops <= 0:
-                parts: tuple[Work, ...] = (wgrad,)
-            else:
-                weights = node.params.trainable + node.params.frozen
-                parts = (replace(w, flops=w.flops - wflops, calls=1, tiles=gpu_model.dgrad_tiles(node, n),
-                                 bytes=(node.out_elems + grads) * p.activation * n + weights * p.weight), wgrad)
-            out.append(parts + (cast,) if cast else parts)
-        return out
+        return layer_parts(self.work.layers, works, which, self.report.compiled, self.report.batch_size,
+                           self.precision, self.stem_on_cuda_cores)
 
     def _pass(self, which: str) -> PassTime:
         """A pass's total. PALEO adds its terms, so layers whose class of work the device gives the same figures
@@ -293,7 +276,7 @@ class Estimate:
                 group = dict.fromkeys(by_class)
                 merged = {None: self.work.forward_total if which == "forward" else self.work.backward_total}
             flops = {c: pw.flops * n for c, pw in merged.items()}
-            fresh = dict.fromkeys(merged, 0)
+            fresh, padded = dict.fromkeys(merged, 0), dict.fromkeys(merged, 0)
             if self.conv_algorithm != "direct":
                 flops = dict.fromkeys(merged, 0)
                 for lw in self.work.layers:
@@ -301,7 +284,9 @@ class Estimate:
             if self._has("fresh_pages"):
                 for lw, f in zip(self.work.layers, self.backward_fresh_bytes if back else self.fresh_bytes):
                     fresh[group[lw.work_class]] += f
-            works = [self._at_batch(pw, c, flops[c], fresh[c], back, train) for c, pw in merged.items()]
+            for lw, e in zip(self.work.layers, self.padded if not back else ()):
+                padded[group[lw.work_class]] += e
+            works = [self._at_batch(pw, c, flops[c], fresh[c], back, train, padded[c]) for c, pw in merged.items()]
         return sum((self.time(w) for w in works), PassTime())
 
     @cached_property

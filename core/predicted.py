@@ -11,7 +11,7 @@ kernels are ``cast_work``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -253,3 +253,36 @@ class PredictedTimes:
             out[which] = {name: (float(np.add.accumulate(t[term == i])[-1]) if (term == i).any() else 0.0)
                           for i, name in enumerate(("compute", "memory", "overhead", "none"))}
         return out
+
+
+def layer_parts(layers: tuple[LayerWork, ...], works: list[Work], which: str, compiled: Compiled, batch: int,
+                p: Precision, stem_on_cuda_cores: bool) -> list[tuple[Work, ...]]:
+    """The predicted variant's works per layer: one, or in the backward pass of a conv or linear layer with
+    trainable weights two GEMMs, the input gradient (dgrad: dy·W, tiles of N·H_in·W_in × C_in) and the weight
+    gradient (wgrad: dyᵀ·x, its own efficiency), each a kernel call reading dy. In mixed precision a conv or
+    linear layer's pass ends with its cast kernels (``cast_work``). ``which``: forward, backward or train_forward."""
+    n, out = batch, []
+    for lw, w in zip(layers, works):
+        node = lw.node
+        w = Work(w.work_class, w.flops, w.bytes, w.fresh_bytes, w.calls,      # (replace() costs 3× more)
+                 gpu_model.layer_tiles(node, n), which == "backward", train=which == "train_forward",
+                 blocks=gpu_model.channel_blocks(node, lw.work_class, which),
+                 cuda_core=which == "backward" and gpu_model.cuda_core_backward(lw, compiled, p.activation),
+                 stem=stem_on_cuda_cores and gpu_model.stem_conv(node))
+        cast = cast_work(lw, p, which)
+        if which != "backward" or not (w.flops and node.bwd_weight_flops and gpu_model.compute_class(lw.work_class)):
+            out.append((w, cast) if cast else (w,))
+            continue
+        wflops = w.flops * node.bwd_weight_flops / lw.backward.flops     # the conv algorithm's factor kept
+        saved = sum(numel(node.in_shapes[i]) for i in node.saves.inputs)
+        grads = sum(numel(sh) for sh, g in zip(node.in_shapes, node.grad_in) if g)
+        wgrad = replace(w, flops=wflops, calls=1, weight_grad=True,
+                        bytes=(node.out_elems + saved) * p.activation * n + node.params.trainable * p.weight)
+        if w.flops - wflops <= 0:
+            parts: tuple[Work, ...] = (wgrad,)
+        else:
+            weights = node.params.trainable + node.params.frozen
+            parts = (replace(w, flops=w.flops - wflops, calls=1, tiles=gpu_model.dgrad_tiles(node, n),
+                             bytes=(node.out_elems + grads) * p.activation * n + weights * p.weight), wgrad)
+        out.append(parts + (cast,) if cast else parts)
+    return out

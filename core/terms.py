@@ -58,6 +58,8 @@ class Work:
     stem: bool = False           # a conv over ≤ 3 channels on CUDA cores (predicted: Estimate.stem_on_cuda_cores)
     weight_bytes: float = 0.0    # of ``bytes``, the layer's weights (and a backward's their gradients): a calibrated
     #                              CPU's weight_bandwidth / backward_weight_bandwidth
+    padded: int = 0              # elements a oneDNN conv copies to or from a padded channel layout (a calibrated CPU's
+    #                              padded_layout; core.work.padded_elements)
 
 
 @dataclass(frozen=True)
@@ -113,12 +115,15 @@ def _fresh_pages_s(w: Work, e: Rates) -> float:
 
 def _overhead_s(w: Work, e: Rates) -> float:
     """The fixed cost of calling a layer (dispatch, allocation, library setup), per call, by class of work and
-    pass; for the optimizer step, per parameter tensor (a calibrated CPU's ``update_overhead``)."""
+    pass; for the optimizer step, per parameter tensor (a calibrated CPU's ``update_overhead``). On a CPU calibrated
+    with ``padded_layout``, a oneDNN conv's copies into and out of a padded channel layout, at its measured cost per
+    element: library work each call does beside the conv, not split with it among threads."""
     if not w.calls:
         return 0.0
     if w.update:
         return w.calls * (e.device.update_overhead or 0.0)
-    return w.calls * figure(pass_overheads(e.device, w.backward, w.train), w.work_class, 0.0)
+    padded = w.padded * e.device.padded_layout["seconds"] if w.padded else 0.0
+    return w.calls * figure(pass_overheads(e.device, w.backward, w.train), w.work_class, 0.0) + padded
 
 
 TERMS = (
@@ -127,7 +132,7 @@ TERMS = (
     # a Linux CPU's runtime (glibc malloc): calibrate stores its largest mmap threshold and page-fault rate
     Term("fresh_pages", "memory", _fresh_pages_s, lambda d: bool(d.alloc_threshold and d.alloc_bandwidth)),
     Term("overhead", "serial", _overhead_s,
-         lambda d: bool(d.layer_overhead or d.backward_overhead or d.update_overhead)),
+         lambda d: bool(d.layer_overhead or d.backward_overhead or d.update_overhead or d.padded_layout)),
 )
 
 

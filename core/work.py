@@ -109,14 +109,18 @@ def layer_work(n: NodeInfo, fused: bool) -> LayerWork:
 IM2COL_MAX_INPUT = 20480
 
 
-def im2col_conv(lw: LayerWork, batch: int) -> bool:
-    """Whether PyTorch runs this layer on a CPU as im2col + GEMM (above): a "conv"-class conv2d (1×1 stride-1 convs
-    are "pointwise_conv") at batch 1, ungrouped, with an input of at most ``IM2COL_MAX_INPUT`` elements."""
-    n = lw.node
-    if lw.work_class != "conv" or batch != 1 or n.op != "conv2d" or n.attrs.get("groups", 1) != 1:
+def im2col_path(n: NodeInfo, batch: int) -> bool:
+    """Whether PyTorch runs this conv2d node on a CPU as im2col + GEMM (above) rather than on oneDNN: at batch 1,
+    ungrouped, a kernel at most 3 wide in one dimension, an input of at most ``IM2COL_MAX_INPUT`` elements."""
+    if batch != 1 or n.op != "conv2d" or n.attrs.get("groups", 1) != 1:
         return False
     kh, kw = n.attrs["kernel_size"]
     return not (kh > 3 and kw > 3) and numel(n.in_shapes[0]) <= IM2COL_MAX_INPUT
+
+
+def im2col_conv(lw: LayerWork, batch: int) -> bool:
+    """Whether a "conv"-class conv2d (1×1 stride-1 convs are "pointwise_conv") takes the im2col path."""
+    return lw.work_class == "conv" and im2col_path(lw.node, batch)
 
 
 def cpu_classes(layers: tuple[LayerWork, ...], batch: int, efficiency: dict | None) -> tuple[str, ...] | None:
@@ -126,6 +130,23 @@ def cpu_classes(layers: tuple[LayerWork, ...], batch: int, efficiency: dict | No
         return None
     classes = tuple("im2col_conv" if im2col_conv(lw, batch) else lw.work_class for lw in layers)
     return classes if "im2col_conv" in classes else None
+
+
+# oneDNN computes a conv in a blocked layout (channels in blocks of the SIMD width: 16 fp32 lanes on AVX-512, 8 on
+# AVX2) and PyTorch copies each call's input into it and the output back. A tensor whose channels are not a
+# multiple of the block takes a slower, padded copy: on an AMD EPYC (AVX-512) a 63-channel depthwise 3×3 at 28×28
+# took 27 µs more than a 64-channel one, 0.27 ns per element copied (docs/cpu-calibration.md, "Padded layouts").
+def padded_elements(layers: tuple[LayerWork, ...], batch: int, block: int) -> tuple[int, ...]:
+    """Per layer, the elements of a oneDNN conv's input and output (at ``batch``) whose channels are not a multiple
+    of ``block``; 0 for any other layer and for a conv on the im2col path (``im2col_path``)."""
+    out = []
+    for lw in layers:
+        n = lw.node
+        if n.op != "conv2d" or im2col_path(n, batch):
+            out.append(0)
+            continue
+        out.append(batch * sum(numel(sh) for sh in (n.in_shapes[0], n.out_shape) if sh[0] % block))
+    return tuple(out)
 
 
 # Element accesses per parameter of torch.optim's per-parameter loop (torch 2.14 ``_single_tensor_sgd`` /

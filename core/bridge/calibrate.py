@@ -42,6 +42,7 @@ from .calibrate_fit import (
     _fit_grain,
     _fit_with_weight_rates,
     _layer_flops,
+    _padded_seconds,
     _weight_bandwidths,
 )
 from .calibrate_suites import (
@@ -52,9 +53,11 @@ from .calibrate_suites import (
     TRAINING_ONLY,
     UPDATE_CASES,
     _class_cases,
+    _padded_probes,
     _time_networks,
     _TorchMachine,
     _weight_probes,
+    channel_block,
 )
 from .measuring import Progress, cancelled, cpu_threads, cuda_math, one_job, torch_device
 from .noise_gate import COMPUTE_BOUND, OVERHEAD_MAX, OVERHEAD_SPREAD_LIMIT, Gate, _out_of_bounds, _time, percentile
@@ -128,6 +131,21 @@ def calibrate(seconds: float = 30.0, progress: Progress | None = None, dtypes=("
             return _calibrate(_TorchMachine(torch, dev, cancel), float(seconds), progress, dtypes, cancel,
                               Gate(force=force, busy="another process is using the "
                                                      + ("GPU or CPU" if dev.type == "cuda" else "CPU")))
+
+
+def _padded_layout(machine, gate: Gate, budget: float) -> dict | None:
+    """A CPU's ``padded_layout``: its oneDNN channel block (``channel_block``, from the host's ISA) and the cost per
+    element of copying a tensor whose channels do not fill it (``_padded_probes``); None on a GPU or an unknown ISA."""
+    block = 0 if machine.gpu else channel_block(getattr(machine, "host", dict)().get("isa", ""))
+    if not block:
+        return None
+    pair = _padded_probes()
+
+    def copies():
+        runs = [machine.time_layer(net, 1, attrs, budget / len(pair))[0] for net, attrs in pair]
+        return runs, runs
+
+    return {"block": block, "seconds": _padded_seconds(pair, gate.measure("padded-layout timings", copies))}
 
 
 def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) -> dict:
@@ -301,6 +319,7 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
                                weight_bw)
         if weight_bw:       # the suites' efficiencies again, their weights read at that rate as an estimate reads them
             eff = checked(fit, ("layer_overhead", "efficiency"))
+    padded = _padded_layout(machine, gate, budget.share("layers") * 0.05)
     budget.finish("layers", "efficiencies: " + ", ".join(f"{k} {v[0]:.2f}" for k, v in eff.items())
                   + "".join(f"; {k} weights read at {_si(v, 'B/s')}" for k, v in weight_bw.items()))
 
@@ -369,6 +388,10 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
     }
     if fresh:
         spec["alloc_threshold"], spec["alloc_bandwidth"] = fresh
+    if padded:
+        spec["padded_layout"] = padded
+        notes.append(f"oneDNN copies a conv's tensor whose channels are not a multiple of {padded['block']} at "
+                     f"{padded['seconds'] * 1e9:.2f} ns per element")
     if weight_bw:
         spec["weight_bandwidth"] = weight_bw
         notes.append("weights read at " + ", ".join(f"{k} {_si(v, 'B/s')}" for k, v in weight_bw.items())

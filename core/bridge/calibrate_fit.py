@@ -6,7 +6,8 @@ counts each layer's FLOPs and bytes and splits its forward time (or backward, ``
 fp32 peak and bandwidth, into compute ``c`` and memory ``m``; ``fresh`` is the run's counted fresh-page bytes at the
 page-fault rate; ``overhead`` the class's tiny layer. A layer ``OUTLIER_FACTOR`` times below its class's median
 (``OUTLIER_CLASSES`` only) is left out. ``_every_class`` gives a class without a suite its fallback's figure;
-``_fit_grain`` picks ``parallel_grain`` from ``GRAIN_GRID`` by the whole networks' forward error.
+``_fit_grain`` picks ``parallel_grain`` from ``GRAIN_GRID`` by the whole networks' forward error;
+``_padded_seconds`` reads a padded layout's cost per element off a pair of convs.
 More, with the figures behind each choice: docs/cpu-calibration.md.
 """
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 import math
 import statistics
 
-from ..registry import WORK_CLASSES, work_fallbacks
+from ..registry import WORK_CLASSES, numel, work_fallbacks
 from ..work import figure
 from .calibrate_suites import GRAIN_FIT, _input_grad, _time_networks
 from .noise_gate import Gate
@@ -86,6 +87,15 @@ def _weight_bandwidths(probes: dict, runs: dict, eff: dict, peak: float, bandwid
         if left > 0 and weights / left < WEIGHT_SLOWER * bandwidth:
             out[cls] = weights / left
     return out
+
+
+def _padded_seconds(probes: tuple, runs: list) -> float:
+    """Seconds per element of a padded layout's copies, from ``calibrate_suites._padded_probes``' run times (63
+    channels, then 64): the difference of their median runs over the elements of the 63-channel input and output,
+    0 where the 63-channel conv was not slower."""
+    network = probes[0][0]
+    elements = 2 * numel(network.inputs[0][1])          # a depthwise conv's output is its input's shape
+    return max(statistics.median(runs[0]) - statistics.median(runs[1]), 0.0) / elements
 
 
 WEIGHT_ROUNDS = 10        # rate ↔ efficiency rounds: each rate is read at the efficiencies its previous value gave

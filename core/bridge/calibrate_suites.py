@@ -206,6 +206,26 @@ def _weight_probes() -> dict:
             for cls, (op, shape, attrs) in cases.items()}
 
 
+def _padded_probes() -> tuple:
+    """((IR network, attrs), …) of two depthwise 3×3 convs at 28×28, batch 1, of 63 and 64 channels: oneDNN pads 63
+    channels to 64 (in blocks of 16 or 8) and computes the same, so the difference in their time is the padded
+    layout's slower copies of the 63-channel input and output (``calibrate_fit._padded_seconds``)."""
+    from ..ir import Network, Node
+
+    def dw(c):
+        attrs = dict(out_channels=c, kernel_size=3, stride=1, padding=1, groups=c, bias=False)
+        return Network.make("conv2d", {"x": (c, 28, 28)}, [Node.make("conv2d", "conv2d", "x", **attrs)]), attrs
+
+    return dw(63), dw(64)
+
+
+def channel_block(isa: str) -> int:
+    """The channels of oneDNN's fp32 blocked layout on a CPU with these ISA flags (``host_info``): 16 with AVX-512,
+    8 with AVX2; 0 where not known (no padded-layout figure is measured)."""
+    flags = isa.split()
+    return 16 if "avx512f" in flags else 8 if "avx2" in flags else 0
+
+
 def _layer_module(nn, network, attrs):
     """The ``nn.Module`` of a one-layer case, called as a model's layers are."""
     node = network.nodes[0]
