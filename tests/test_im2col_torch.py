@@ -15,15 +15,20 @@ CASES = [   # (channels, size, kernel (h, w), stride, groups, batch): either sid
 ]
 
 
-def _uses_onednn(capfd, c, hw, kernel, stride, groups, batch) -> bool:
-    conv = torch.nn.Conv2d(c, c, kernel, stride, (kernel[0] // 2, kernel[1] // 2), groups=groups, bias=False).eval()
-    x = torch.randn(batch, c, hw, hw)
+def onednn_log(capfd, conv, x) -> str:
+    """oneDNN's verbose log of one call of ``conv`` on ``x``, after one call unlogged (tests/test_padded_layout.py
+    reads it too)."""
     with torch.no_grad():
         conv(x)
         capfd.readouterr()
         with torch.backends.mkldnn.verbose(torch.backends.mkldnn.VERBOSE_ON):
             conv(x)
-    return ",convolution," in capfd.readouterr().out
+    return capfd.readouterr().out
+
+
+def _uses_onednn(capfd, c, hw, kernel, stride, groups, batch) -> bool:
+    conv = torch.nn.Conv2d(c, c, kernel, stride, (kernel[0] // 2, kernel[1] // 2), groups=groups, bias=False).eval()
+    return ",convolution," in onednn_log(capfd, conv, torch.randn(batch, c, hw, hw))
 
 
 @pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="this torch build has no oneDNN")

@@ -119,15 +119,11 @@ def test_the_rule_is_onednns(capfd, case):
     block = _block()
     if not block:
         pytest.skip("a CPU whose oneDNN block this code does not know")
+    from test_im2col_torch import onednn_log
+
     cin, cout, hw, k, groups, batch = case
     conv = torch.nn.Conv2d(cin, cout, k, padding=k // 2, groups=groups, bias=False).eval()
-    x = torch.randn(batch, cin, hw, hw)
-    with torch.no_grad():
-        conv(x)
-        capfd.readouterr()
-        with torch.backends.mkldnn.verbose(torch.backends.mkldnn.VERBOSE_ON):
-            conv(x)
-    log = capfd.readouterr().out
+    log = onednn_log(capfd, conv, torch.randn(batch, cin, hw, hw))
     # an activation's reorder names its shape with the batch first ("1x58x28x28"); a padded layout is "f32:p:…"
     acts = [line for line in log.splitlines() if ",reorder," in line and re.search(rf",{batch}x\d+x\d+x\d+,", line)]
     padded_in_log = any(re.search(r"f32:[a-z]*p[a-z]*:blocked", line) for line in acts)
