@@ -1,6 +1,6 @@
 """The fitted GPU model's works by arrays: every kernel of a network at one batch and precision, timed at once.
 
-``Estimate._layer_parts`` says what the predicted variant computes, one ``Work`` at a time; a ResNet-152 is
+``layer_parts`` says what the predicted variant computes, one ``Work`` at a time; a ResNet-152 is
 ~1,200 works, ~15 ms in Python. Here the same numbers come from arrays: the works' device-free part (FLOPs, bytes,
 calls, tiles) is built once per network, batch and precision and shared by every device (``predicted_work``), and
 a device's times are a few numpy operations on it (``gpu_model.kernel_seconds``; ``PredictedTimes`` adds them up
