@@ -18,7 +18,7 @@ import statistics
 
 from ..registry import WORK_CLASSES, numel, work_fallbacks
 from ..work import figure
-from .calibrate_suites import GRAIN_ANCHOR, GRAIN_FIT, _input_grad, _time_networks
+from .calibrate_suites import GRAIN_FIT, _input_grad, _time_networks
 from .noise_gate import Gate
 
 # a suite layer whose efficiency is this many times below its class's median is left out of the class's figure:
@@ -185,26 +185,25 @@ def _layer_flops(network, batch: int) -> int:
 
 def _fit_grain(machine, spec: dict, gate: Gate, budget: float) -> tuple[float, float]:
     """(parallel_grain, the fit's mean |log(predicted ÷ measured)|): the ``GRAIN_GRID`` value (the smallest of
-    equals) with which the fitted device predicts the ``GRAIN_FIT`` networks' forward passes best relative to
-    ``GRAIN_ANCHOR``'s: the mean distance of their log errors from its. The machine running the whole stage slower
-    or faster than the stages before (a VM's neighbour) then does not move the grain (on an AMD EPYC VM a slow spell
-    during this stage fitted 555 µs where quiet runs fit 60–93 µs). The anchor is a network of large layers that the
-    grain moves least; the networks' median, the centre before, moved with the grain, so the fit saw only how the small
-    networks differ among themselves and wandered from 10 µs to 4 ms (docs/cpu-calibration.md, "Padded layouts").
-    The suite's layers are timed one by one and hot, where even small layers split among threads; inside a network
-    the small ones do not gain (bench_predict, 2 threads on 2 cores: ShuffleNet V2 ran no faster than at 1 thread,
-    while the rates fitted on large layers predicted ×1.6)."""
+    equals) with which the fitted device predicts the ``GRAIN_FIT`` networks' forward passes best, relative to each
+    other: the log errors' mean distance from their median, so that the machine running the whole stage slower or
+    faster than the stages before (a VM's neighbour) does not move the grain, which only says how networks of small
+    layers differ from networks of large ones (on an AMD EPYC VM a slow spell during this stage fitted 555 µs
+    where quiet runs fit 60–93 µs, and predicted every small network 40–90 % too slow). The suite's layers are timed
+    one by one and hot, where even small layers split among threads; inside a network the small ones do not gain
+    (bench_predict, 2 threads on 2 cores: ShuffleNet V2 ran no faster than at 1 thread, while the rates fitted on
+    large layers predicted ×1.6)."""
     from ..devices import Device
     from ..paleo import Estimate
 
     reports, runs = _time_networks(machine, GRAIN_FIT, gate, "grain-fit network timings", budget)
     measured = [statistics.median(t) for t in runs]
-    anchor = [name for name, _ in GRAIN_FIT].index(GRAIN_ANCHOR)
     best = None
     for grain in GRAIN_GRID:
         device = Device(**{**spec, "parallel_grain": grain, "calibration": {"threads": machine.threads}})
         logs = [math.log(Estimate(r, device).forward.total_s / t) for r, t in zip(reports, measured)]
-        spread = statistics.fmean(abs(x - logs[anchor]) for k, x in enumerate(logs) if k != anchor)
+        centre = statistics.median(logs)
+        spread = statistics.fmean(abs(x - centre) for x in logs)
         if best is None or spread < best[1] - 1e-12:
             best = (grain, spread, statistics.fmean(abs(x) for x in logs))
     return best[0], best[2]

@@ -45,9 +45,6 @@ _SMALL = (3, 112, 112)
 GRAIN_FIT = (("shufflenet_v2_x0_5", None), ("shufflenet_v2_x1_5", None), ("mnasnet0_5", None), ("mnasnet0_75", None),
              ("regnet_x_800mf", None), ("regnet_y_800mf", None), ("efficientnet_b2", _SMALL), ("resnet152", _SMALL),
              ("densenet169", _SMALL), ("resnext101_32x8d", _SMALL), ("vgg13", _SMALL), ("convnext_small", _SMALL))
-# the grain-fit network of large layers, whose time the grain moves least (at 112×112: +1 % at 200 µs, +4 % at 1 ms,
-# against ResNet-152's +13 % and +63 %): the others' errors are measured from its error (``calibrate_fit._fit_grain``)
-GRAIN_ANCHOR = "vgg13"
 # the optimizer step's per-tensor cost: SGD with momentum over many small tensors and over few large ones of the
 # same total size, (tensors, elements each); the difference over the difference in tensors is the cost of one
 UPDATE_CASES = ((128, 1024), (2, 65536))
