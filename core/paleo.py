@@ -284,8 +284,9 @@ class Estimate:
             if self._has("fresh_pages"):
                 for lw, f in zip(self.work.layers, self.backward_fresh_bytes if back else self.fresh_bytes):
                     fresh[group[lw.work_class]] += f
-            for lw, e in zip(self.work.layers, self.padded if not back else ()):
-                padded[group[lw.work_class]] += e
+            if not back and any(self.padded):
+                for lw, e in zip(self.work.layers, self.padded):
+                    padded[group[lw.work_class]] += e
             works = [self._at_batch(pw, c, flops[c], fresh[c], back, train, padded[c]) for c, pw in merged.items()]
         return sum((self.time(w) for w in works), PassTime())
 

@@ -97,15 +97,6 @@ def test_a_bad_figure_is_named(bad, field):
 
 # -- against PyTorch: the reorders oneDNN's verbose log marks as padded ------------------------------------------
 
-torch = pytest.importorskip("torch")
-
-
-def _block() -> int:
-    from core.bridge.calibrate_suites import channel_block, host_info
-
-    return channel_block(host_info(torch)["isa"])
-
-
 TORCH_CASES = [     # (channels in, out, size, kernel, groups, batch)
     (58, 58, 28, 1, 1, 1), (64, 64, 28, 1, 1, 1), (48, 48, 28, 1, 1, 1), (24, 58, 56, 1, 1, 1),
     (64, 58, 28, 1, 1, 1), (63, 63, 28, 3, 63, 1), (232, 232, 7, 1, 1, 1), (232, 232, 7, 1, 1, 2),
@@ -113,13 +104,18 @@ TORCH_CASES = [     # (channels in, out, size, kernel, groups, batch)
 ]
 
 
-@pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="this torch build has no oneDNN")
 @pytest.mark.parametrize("case", TORCH_CASES)
 def test_the_rule_is_onednns(capfd, case):
-    block = _block()
+    # torch is imported here, not at the module's top, so that the tests above run without it
+    torch = pytest.importorskip("torch")
+    if not torch.backends.mkldnn.is_available():
+        pytest.skip("this torch build has no oneDNN")
+    from core.bridge.calibrate_suites import channel_block, host_info
+    from test_im2col_torch import onednn_log
+
+    block = channel_block(host_info(torch)["isa"])
     if not block:
         pytest.skip("a CPU whose oneDNN block this code does not know")
-    from test_im2col_torch import onednn_log
 
     cin, cout, hw, k, groups, batch = case
     conv = torch.nn.Conv2d(cin, cout, k, padding=k // 2, groups=groups, bias=False).eval()
