@@ -13,6 +13,8 @@ Each run is predicted with the estimate setting ``process`` that describes it (`
 "warm" for networks timed one after another in one process, "fresh" for ``--isolate``); ``--process`` overrides it.
 
     python benchmarks/predict_runs.py benchmarks/results/predict_amd/*.json [--process fresh]
+
+``--grain 31,182,694`` instead judges each run's calibration with each of those ``parallel_grain`` values (µs).
 """
 
 from __future__ import annotations
@@ -79,6 +81,39 @@ def pooled_rows(data: dict, process: str | None = None) -> list[dict]:
     return rows
 
 
+def grain_rows(data: dict, grains: list[float], process: str | None = None) -> list[dict]:
+    """Per run and ``parallel_grain`` (seconds) in ``grains``: its calibration with that grain instead of the one it
+    fitted, judged on the run's own timings (how wide the band of grains that meets the targets is)."""
+    rows = []
+    for name, d in data.items():
+        b = d["protocols"]["b"]
+        for g in grains:
+            spec = {**b["calibration"], "parallel_grain": g}
+            ev = evaluate(spec, b["measured"], process or process_of("b", d["protocols"]))["summary"]
+            rows.append({"run": name, "grain": g, **{f"{p}_{k}": ev[p]["error"][k] for p in PASSES
+                                                    for k in ("median", "p90")}})
+    return rows
+
+
+def grain_markdown(rows: list[dict]) -> str:
+    grains = sorted({r["grain"] for r in rows})
+    cell = {(r["run"], r["grain"]): r for r in rows}
+    runs = list(dict.fromkeys(r["run"] for r in rows))
+    lines = ["Each run's calibration with the grain set to each value, on its own timings: forward median / p90, "
+             "training step median / p90 (* where a target is missed).", "",
+             "| run | " + " | ".join(f"{g * 1e6:.0f} µs" for g in grains) + " |",
+             "| --- |" + " ---: |" * len(grains)]
+    for run in runs:
+        out = []
+        for g in grains:
+            r = cell[(run, g)]
+            miss = met_count([r]) == 0
+            out.append(f"{r['forward_median']:.0%} / {r['forward_p90']:.0%}, {r['train_step_median']:.0%} / "
+                       f"{r['train_step_p90']:.0%}" + (" *" if miss else ""))
+        lines.append(f"| {run} | " + " | ".join(out) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def pair_rows(runs: dict) -> list[dict]:
     out = []
     for (a, ta), (b, tb) in itertools.combinations(runs.items(), 2):
@@ -131,8 +166,14 @@ def main(argv=None) -> str:
     ap.add_argument("caches", nargs="+", type=Path)
     ap.add_argument("--process", choices=("fresh", "warm"),
                     help="the estimates' process setting (default: the one that describes each run's protocol)")
+    ap.add_argument("--grain", type=lambda v: [float(x) * 1e-6 for x in v.split(",")],
+                    help="comma-separated parallel grains in µs: judge each run's calibration with each instead")
     args = ap.parse_args(argv)
     data = {p.stem: json.loads(p.read_text()) for p in args.caches}
+    if args.grain:
+        text = grain_markdown(grain_rows(data, args.grain, args.process))
+        print(text, end="")
+        return text
     rows = [run_row(k, d, args.process) for k, d in data.items()]
     text = markdown(rows, pair_rows({k: timings(d) for k, d in data.items()}), pooled_rows(data, args.process))
     print(text, end="")
