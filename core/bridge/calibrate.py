@@ -37,7 +37,6 @@ from ..cpu_threads import SELF_CHECK_LIMIT, SELF_CHECK_SAVE
 from ..devices import PRECISION_KEYS
 from ..errors import CalcError, Cancelled
 from .calibrate_fit import (
-    BUSY_SPEEDUP,
     GrainSampler,
     _efficiencies,
     _every_class,
@@ -420,11 +419,6 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
 
     if grain:
         sample()
-        speedups = grain.speedups()
-        if statistics.median(speedups.values()) < BUSY_SPEEDUP:
-            gate.refuse(f"at its best, {machine.threads} threads ran whole networks slower than one ("
-                        + ", ".join(f"{k} ×{v:.2f}" for k, v in speedups.items()) + ")",
-                        f"thread speed-up ×{statistics.median(speedups.values()):.2f}")
         spec["parallel_grain"], fit_err = grain.fit(spec)
         budget.finish("grain", f"parallel grain {_time(spec['parallel_grain'])} (the threads' gain within "
                                f"{fit_err:.0%})")

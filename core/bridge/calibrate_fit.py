@@ -30,9 +30,6 @@ OUTLIER_FACTOR = 10.0
 OUTLIER_CLASSES = ("conv", "pointwise_conv", "grouped_conv", "depthwise_conv", "depthwise_conv_large", "linear")
 GRAIN_GRID = (0.0,) + tuple(10e-6 * 1.25 ** k for k in range(28))     # 0, then 10 µs … ~4 ms
 UNSPLIT = 1.0       # the field's largest grain, above any GRAIN_FIT layer's work: every layer on one thread
-# the GRAIN_FIT networks' median speed-up from the threads (fastest samples) below which another process holds a core:
-# on the AMD EPYC VM beside a busy loop 0.38–0.76 per network; quiet, its slow state 0.63–1.09 (median 0.82–1.04)
-BUSY_SPEEDUP = 0.8
 
 
 def _every_class(measured: dict) -> dict:
@@ -214,11 +211,6 @@ class GrainSampler:
         self.samples.append([tuple(statistics.median(m.time_network(net, 1, self.each, n, min_runs=2, warmup=1))
                                    for n in (m.threads, 1)) for net in self.nets])
 
-    def speedups(self) -> dict:
-        """network name → its time at one thread ÷ at the machine's threads, each its fastest sample."""
-        return {net.name: min(s[k][1] for s in self.samples) / min(s[k][0] for s in self.samples)
-                for k, net in enumerate(self.nets)}
-
     def fit(self, spec: dict) -> tuple[float, float]:
         from ..devices import Device
         from ..graph import compile_network
@@ -226,7 +218,8 @@ class GrainSampler:
         from ..report import Report
 
         reports = [Report(compile_network(net), 1, "fp32") for net in self.nets]
-        gains = [-math.log(v) for v in self.speedups().values()]
+        best = [[min(s[k][i] for s in self.samples) for i in (0, 1)] for k in range(len(self.nets))]
+        gains = [math.log(threads / one) for threads, one in best]
 
         def forwards(grain):
             device = Device(**{**spec, "parallel_grain": grain, "calibration": {"threads": self.machine.threads}})
