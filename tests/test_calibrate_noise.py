@@ -28,8 +28,8 @@ import core
 from core.bridge import calibrate as cal
 from core.bridge import cli_ext
 from core.bridge.calibrate import _calibrate, save_local
-from core.bridge.calibrate_fit import GRAIN_GRID, UNSPLIT, _every_class
-from core.bridge.calibrate_suites import GRAIN_FIT, GRAIN_SAMPLES, HELD_OUT
+from core.bridge.calibrate_fit import _every_class
+from core.bridge.calibrate_suites import HELD_OUT
 from core.bridge.noise_gate import Gate, Unsteady, percentile, quantity_spread, spread
 from core.devices import Device, load_devices
 from core.graph import compile_network
@@ -181,15 +181,12 @@ class Fake:
     bwd_slow: dict = dataclasses.field(default_factory=dict)    # input shape → factor on its first backward timing
     bwd_weight_rate: dict = dataclasses.field(default_factory=dict)   # class → its backward's weight bytes' rate
     train_eff: dict = dataclasses.field(default_factory=lambda: dict(TRAIN_EFFICIENCY))
-    grain_slow: float = 1.0     # the grain-fit networks' times × this, at any thread count (a slower machine)
-    net_level: dict = dataclasses.field(default_factory=dict)  # network → its times ÷ the truth's, at any threads
-    slow_samples: tuple = ()    # grain samples (0, 1, …) whose times at the threads are × 1.5 (a VM's slow state)
+    grain_slow: float = 1.0     # the grain-fit networks' times × this (the machine slower through that stage)
 
     def __post_init__(self):
         self.calls: dict = {}
         self.backward_calls: dict = {}
         self.held_out_timed = 0
-        self.grain_timed = 0        # grain-fit timings at one thread so far: the sample a timing falls in
 
     def _runs(self, t: float, pattern=QUIET) -> list:
         return [t * f for f in pattern]
@@ -241,18 +238,13 @@ class Fake:
     def optimizer_step(self, tensors, numel, budget):
         return self._runs(tensors * self.update_overhead + tensors * numel * 20 / BANDWIDTH)
 
-    def time_network(self, network, batch, budget, threads=None, min_runs=7, warmup=2):
+    def time_network(self, network, batch, budget):
         eff = {k: v for k, v in self.eff.items() if not (self.gpu and k == "im2col_conv")}     # a CPU's path
-        # at one thread every layer runs unsplit: the grain's rule with a grain above every layer's work
-        truth = _truth(eff=eff, parallel_grain=UNSPLIT if threads == 1 else self.parallel_grain, threads=self.threads)
+        truth = _truth(eff=eff, parallel_grain=self.parallel_grain, threads=self.threads)
         t = Estimate(Report(compile_network(network), batch, "fp32"), truth).totals["forward_s"]
         held_out = network.name in {name for name, _ in HELD_OUT}     # the grain-fit networks are timed as they are
         if not held_out:
-            sample = self.grain_timed // len(GRAIN_FIT)
-            if threads == 1:
-                self.grain_timed += 1
-            slow = 1.5 if threads != 1 and sample in self.slow_samples else 1.0
-            return self._runs(t * self.grain_slow * self.net_level.get(network.name, 1.0) * slow)
+            return self._runs(t * self.grain_slow)
         factors = self.held_out_factor if isinstance(self.held_out_factor, tuple) else (self.held_out_factor,)
         self.held_out_timed += 1
         return self._runs(t * factors[min((self.held_out_timed - 1) // len(HELD_OUT), len(factors) - 1)])
@@ -287,36 +279,25 @@ def test_a_quiet_fake_machine_gives_back_its_own_figures_and_the_record():
     assert "unsteady" not in rec and "predicts held-out networks within 9% (median" in spec["note"]
 
 
-def test_the_parallel_grain_is_fitted_on_what_whole_networks_gain_from_the_threads():
-    """The fake's networks run with a true grain of 10 µs × 1.25⁸ (a grid value, ≈ 59.6 µs) at its two threads, and
-    every layer unsplit at one: the fit over the grid finds it — the single-layer figures are fitted exactly, so
-    only the true grain reproduces each network's time at two threads ÷ at one, and the fit's error is 0; a truth
-    without one gives 0; at one thread there is nothing to fit, no field and no network timed at one thread."""
+def test_the_parallel_grain_is_fitted_on_whole_networks_at_more_than_one_thread():
+    """The fake's networks run with a true grain of 10 µs × 1.25⁸ (a grid value, ≈ 59.6 µs): the fit over the grid
+    finds it — the single-layer figures are fitted exactly, so only the true grain reproduces the networks' times;
+    a truth without one gives 0; at one thread there is nothing to fit and no field."""
+    from core.bridge.calibrate_fit import GRAIN_GRID
+    from core.bridge.calibrate_suites import GRAIN_FIT
+
     true = 10e-6 * 1.25 ** 8
     assert GRAIN_GRID[9] == pytest.approx(true)
-    fake = Fake(parallel_grain=true)
-    spec = run(fake)
+    spec = run(Fake(parallel_grain=true))
     assert spec["parallel_grain"] == pytest.approx(true)
-    assert fake.grain_timed == GRAIN_SAMPLES * len(GRAIN_FIT)           # each network once per sample
-    assert ("runs unsplit (fitted on what " + ", ".join(n for n, _ in GRAIN_FIT) + " gain from 2 threads over one, "
-            f"each at its fastest of {GRAIN_SAMPLES} samples: mean |log error| 0%") in spec["note"]
+    assert "runs unsplit (fitted on " + ", ".join(n for n, _ in GRAIN_FIT) in spec["note"]
     assert run(Fake())["parallel_grain"] == 0.0
-    one = Fake(threads=1)
-    assert "parallel_grain" not in run(one) and one.grain_timed == 0
-
-
-def test_the_grain_fit_reads_the_machine_at_its_best_and_ignores_each_network_s_level():
-    """Each network's fastest sample at either count: four of the five samples 1.5× slower at the threads (a VM's
-    slow state) leave the truth's gain in the fifth, so the grain; so do the machine 40 % slower throughout, or a
-    network the model predicts 40 % too fast or 50 % too slow at every count: |log(1.4 t₂ ÷ 1.4 t₁) − log(t₂ ÷ t₁)|
-    = 0. With every sample slow at the threads, the networks gain 1.5× less than the truth, and the fit's grain is
-    a larger one (the test's check that the samples are what the fit reads)."""
-    true = 10e-6 * 1.25 ** 8
-    for fake in (Fake(parallel_grain=true, slow_samples=(0, 1, 2, 4)), Fake(parallel_grain=true, grain_slow=1.4),
-                 Fake(parallel_grain=true, net_level={"shufflenet_v2_x0_5": 1 / 0.6, "regnet_x_800mf": 1 / 1.5})):
-        spec = run(fake)
-        assert spec["parallel_grain"] == pytest.approx(true) and "mean |log error| 0%" in spec["note"]
-    assert run(Fake(parallel_grain=true, slow_samples=tuple(range(GRAIN_SAMPLES))), force=True)["parallel_grain"] > true
+    assert "parallel_grain" not in run(Fake(threads=1))
+    # the machine 40 % slower through the whole grain stage (a neighbour): the networks' times relative to each
+    # other are the truth's, so is the grain; the note's fit error is then the slowdown, |log(1 ÷ 1.4)| = 33.6 %
+    slow = run(Fake(parallel_grain=true, grain_slow=1.4))
+    assert slow["parallel_grain"] == pytest.approx(true)
+    assert "mean |log error| 34%" in slow["note"]
 
 
 def test_the_backward_figures_and_the_optimizer_steps_cost_are_fitted_from_their_timings(tmp_path):
