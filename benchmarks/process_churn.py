@@ -14,28 +14,21 @@ from __future__ import annotations
 
 import argparse
 import random
-import statistics
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from thread_states import forward_median
 
 CHURN_NETWORKS = ("alexnet", "vgg11", "vgg16", "resnet18", "resnet34", "resnet50", "resnet101", "wide_resnet50_2",
                   "resnext50_32x4d", "densenet121", "googlenet", "mobilenet_v2")
 
 
-def _forward_ms(torch, module, x, threads: int, runs: int = 15) -> float:
-    torch.set_num_threads(threads)
-    with torch.no_grad():
-        for _ in range(3):
-            module(x)
-        times = []
-        for _ in range(runs):
-            t0 = time.perf_counter()
-            module(x)
-            times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e3
+def _forward_ms(torch, module, x, threads: int) -> float:
+    return forward_median(torch, module, x, threads, runs=15, warmup=3) * 1e3
 
 
 def churn(torch, kind: str, networks=CHURN_NETWORKS) -> None:

@@ -30,22 +30,23 @@ NETWORKS = ("shufflenet_v2_x0_5", "mnasnet0_5", "regnet_x_800mf")      # three o
 UNSPLIT = 1.0       # parallel_grain's largest value, above these layers' work: every layer on one thread
 
 
+def forward_median(torch, module, x, threads: int, runs: int, warmup: int = 1) -> float:
+    """Median seconds of ``module(x)`` without autograd at ``threads`` torch threads, after ``warmup`` runs."""
+    torch.set_num_threads(threads)
+    with torch.no_grad():
+        for _ in range(warmup):
+            module(x)
+        times = []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            module(x)
+            times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
 def _sample(torch, modules, threads: int, runs: int) -> list[tuple[float, float]]:
     """(median seconds at ``threads``, at one thread) per module."""
-    out = []
-    with torch.no_grad():
-        for module, x in modules:
-            pair = []
-            for n in (threads, 1):
-                torch.set_num_threads(n)
-                module(x)
-                times = []
-                for _ in range(runs):
-                    t0 = time.perf_counter()
-                    module(x)
-                    times.append(time.perf_counter() - t0)
-                pair.append(statistics.median(times))
-            out.append(tuple(pair))
+    out = [tuple(forward_median(torch, m, x, n, runs) for n in (threads, 1)) for m, x in modules]
     torch.set_num_threads(threads)
     return out
 
