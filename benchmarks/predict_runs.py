@@ -44,6 +44,11 @@ def timings(data: dict) -> dict:
     return out
 
 
+def _errors(summary: dict) -> dict:
+    """{"forward_median": …, "forward_p90": …, "train_step_median": …, …} of an ``evaluate`` summary."""
+    return {f"{p}_{k}": summary[p]["error"][k] for p in PASSES for k in ("median", "p90")}
+
+
 def run_row(name: str, data: dict, process: str | None = None) -> dict:
     b = data["protocols"]["b"]
     spec = b["calibration"]
@@ -55,7 +60,7 @@ def run_row(name: str, data: dict, process: str | None = None) -> dict:
             "isolate": bool(b.get("settings", {}).get("isolate")), "process": process,
             "refused": len(b.get("refused") or []),
             "bandwidth": spec["memory_bandwidth"], "self_check": cal.get("held_out_error"),
-            **{f"{p}_{k}": ev[p]["error"][k] for p in PASSES for k in ("median", "p90")}}
+            **_errors(ev)}
 
 
 def pooled(data: dict) -> list:
@@ -76,8 +81,7 @@ def pooled_rows(data: dict, process: str | None = None) -> list[dict]:
     rows = []
     for name, d in data.items():
         ev = evaluate(d["protocols"]["b"]["calibration"], measured, process or process_of("b", d["protocols"]))
-        rows.append({"run": name, **{f"{p}_{k}": ev["summary"][p]["error"][k] for p in PASSES
-                                     for k in ("median", "p90")}})
+        rows.append({"run": name, **_errors(ev["summary"])})
     return rows
 
 
@@ -90,8 +94,7 @@ def grain_rows(data: dict, grains: list[float], process: str | None = None) -> l
         for g in grains:
             spec = {**b["calibration"], "parallel_grain": g}
             ev = evaluate(spec, b["measured"], process or process_of("b", d["protocols"]))["summary"]
-            rows.append({"run": name, "grain": g, **{f"{p}_{k}": ev[p]["error"][k] for p in PASSES
-                                                    for k in ("median", "p90")}})
+            rows.append({"run": name, "grain": g, **_errors(ev)})
     return rows
 
 
