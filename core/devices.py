@@ -133,8 +133,7 @@ CLOCK_RANGE = (1e6, 1e11)           # Hz: 1 MHz to 100 GHz
 SM_MAX = 100_000                    # SMs / compute units on one GPU
 
 DEVICE_FIELDS: tuple[FieldSpec, ...] = (
-    _ID, _NAME,
-    FieldSpec("vendor", str, "who makes it", required=True, rule={"minLength": 1}),
+    _ID, _NAME, FieldSpec("vendor", str, "who makes it", required=True, rule={"minLength": 1}),
     FieldSpec("kind", str, "what it is: " + ", ".join(KINDS), required=True, rule={"enum": list(KINDS)}),
     FieldSpec("year", int, "year of release", required=True, rule={"minimum": 1990, "maximum": 2100}),
     FieldSpec("peak_flops", dict, "dense peak per precision, FLOP/s (int8: ops/s); at least one", required=True,
@@ -176,8 +175,10 @@ DEVICE_FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec("update_overhead", float, "seconds the optimizer step costs per parameter tensor on top of its bytes "
               "(calibrated CPUs: torch.optim's per-parameter loop)", rule={"minimum": 0, "maximum": 1}, default=None),
     FieldSpec("parallel_grain", float, "seconds of a layer's work at one thread below which a CPU calibrated at "
-              "several threads does not split it (it runs at one thread's speed; up to this, the split is paid): "
-              "fitted by calibrate on whole networks", rule={"minimum": 0, "maximum": 1}, default=None),
+              "several threads does not split it (it runs at one thread's speed; up to this, the split is paid)",
+              rule={"minimum": 0, "maximum": 1}, default=None),
+    FieldSpec("class_grain", dict, "class of work → its own parallel_grain, where it differs (a class without one "
+              "uses its fallback's, then parallel_grain)", rule=_each(OP_CLASSES, _SECONDS), default={}),
     # glibc's malloc: a forward's bytes on fresh pages (core.cpu_heap) run at alloc_bandwidth, the page-fault rate
     FieldSpec("alloc_threshold", float, "the allocator's largest mmap threshold, bytes (glibc: 32 MiB on 64-bit)",
               rule={**_POSITIVE, "maximum": CAPACITY_MAX}, default=None),
@@ -206,8 +207,7 @@ DEVICE_FIELDS: tuple[FieldSpec, ...] = (
     _USER,
 )
 INTERCONNECT_FIELDS: tuple[FieldSpec, ...] = (
-    _ID, _NAME,
-    FieldSpec("bandwidth", float, "bytes/s per direction", required=True, rule=_BANDWIDTH),
+    _ID, _NAME, FieldSpec("bandwidth", float, "bytes/s per direction", required=True, rule=_BANDWIDTH),
     _SOURCE, _NOTE,
     FieldSpec("latency", float, "seconds per message", rule={"minimum": 0, "maximum": LATENCY_MAX}, default=0.0),
     FieldSpec("allreduce_bandwidth", float, "bus bandwidth NCCL's all-reduce reaches over this link (nccl-tests' "

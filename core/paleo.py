@@ -122,8 +122,9 @@ class Estimate:
                 self.variant_reason += "; CUDA Graphs change the predicted model only"
             self.terms = tuple(t for t in TERMS if t.applies(device))
         # a calibrated CPU at more than one thread: layers too small to split run at one thread's speed
-        self.grain = (device.parallel_grain or 0.0) if self.variant != "predicted" and (self.threads or 1) > 1 \
-            else 0.0
+        split = self.variant != "predicted" and (self.threads or 1) > 1
+        self.grain = (device.parallel_grain or 0.0) if split else 0.0
+        self.class_grain = device.class_grain if split else {}      # class of work → its own grain
         self.work = network_work(report.compiled, self.fused)
         # a calibrated CPU's class per layer where PyTorch runs some convs as im2col + GEMM; None: each its own
         self.cpu_classes = None if self.variant == "predicted" or device.kind != "CPU" else \
@@ -145,8 +146,9 @@ class Estimate:
             if not isfinite(v):
                 self._non_finite(t.name, w)
             groups[t.group] += v
-        if self.grain and not w.update:
-            f = small_layer_factor(groups["compute"] + groups["memory"], self.threads, self.grain)
+        grain = figure(self.class_grain, w.work_class, self.grain) if self.class_grain else self.grain
+        if grain and not w.update:
+            f = small_layer_factor(groups["compute"] + groups["memory"], self.threads, grain)
             if f != 1.0:
                 for k in ("compute", "memory", "fresh_pages"):
                     s[k] *= f
@@ -254,7 +256,7 @@ class Estimate:
             if train:
                 return sum((sum(k, PassTime()) for k in self._train_forward_kernels()), PassTime())
             return sum((getattr(lt, which) for lt in self.layer_times), PassTime())
-        if self.variant == "roofline" or self.grain or self.cpu_classes:     # a max per layer, a size decides
+        if self.variant == "roofline" or self.grain or self.class_grain or self.cpu_classes:   # a size decides
             works = self._layer_works(which)
             if train:
                 works = [replace(w, train=True) for w in works]

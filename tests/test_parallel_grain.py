@@ -27,11 +27,11 @@ def test_one_thread_or_no_grain_changes_nothing():
     assert small_layer_factor(10e-6, 2, 0.0) == 1.0 and small_layer_factor(10e-6, 2, None) == 1.0
 
 
-def _cpu(threads: int, grain: float | None) -> Device:
+def _cpu(threads: int, grain: float | None, class_grain: dict | None = None) -> Device:
     return Device(id="local", name="test CPU", vendor="x", kind="CPU", year=2026, peak_flops={"fp32": 1e11},
                   memory_bandwidth=2e10, source="hand-made", efficiency={"conv": 0.8, "linear": 0.7},
                   layer_overhead={"conv": 10e-6, "linear": 5e-6}, calibration={"threads": threads},
-                  parallel_grain=grain)
+                  parallel_grain=grain, class_grain=class_grain or {})
 
 
 def test_each_layers_work_is_scaled_by_its_own_factor_and_overheads_are_not():
@@ -63,3 +63,21 @@ def test_each_layers_work_is_scaled_by_its_own_factor_and_overheads_are_not():
 def test_one_thread_ignores_the_grain():
     rep = core.analyze("resnet18")
     assert Estimate(rep, _cpu(1, GRAIN)).totals == Estimate(rep, _cpu(1, None)).totals
+
+
+def test_a_class_with_a_grain_of_its_own_takes_it_and_its_fallbacks_too():
+    """``class_grain`` {"conv": 1 s} over ``parallel_grain`` 0: every conv layer of ResNet-18 (and none other) runs
+    unsplit, 2× its work at the calibrated rates (2 × w < 1 s, so max(w, min(2w, 1 s)) = 2w), and the ReLUs, the
+    pools and fc are as without a grain. {"conv": 1 s} also holds for pointwise and im2col convs (their fallback);
+    {"linear": 1 s} leaves the convs alone and doubles fc. At one thread it changes nothing."""
+    rep = core.analyze("resnet18")
+    plain = {lt.name: lt for lt in Estimate(rep, _cpu(2, None)).layer_times}
+    for cls, doubled in (("conv", lambda lt: lt.work_class in ("conv", "pointwise_conv", "im2col_conv")),
+                         ("linear", lambda lt: lt.work_class == "linear")):
+        grained = Estimate(rep, _cpu(2, 0.0, {cls: 1.0}))
+        assert any(doubled(lt) for lt in grained.layer_times)
+        for lt in grained.layer_times:
+            base = plain[lt.name].forward
+            work = base.compute_s + base.memory_s + base.fresh_pages_s
+            assert lt.forward.total_s == pytest.approx(base.total_s + (work if doubled(lt) else 0.0), rel=1e-12)
+    assert Estimate(rep, _cpu(1, 0.0, {"conv": 1.0})).totals == Estimate(rep, _cpu(1, None)).totals

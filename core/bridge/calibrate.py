@@ -16,12 +16,12 @@ suite of common layer shapes, clamped to [1e-4, 1]. On a CPU the backward (``bac
 ``backward_overhead`` per autograd node) and the training forward (``train_efficiency``, ``train_overhead``) are
 fitted the same way, with ``update_overhead`` per parameter tensor of an optimizer step, ``weight_bandwidth``: the
 rate a forward reads a conv's (oneDNN's, or PyTorch's im2col path: "im2col_conv") or linear layer's weights at
-where they outgrow the caches, and ``backward_weight_bandwidth``: a backward's, weights and gradients. Above one thread,
-``parallel_grain`` g: a layer's time is max(w, min(threads × w, g)), w its work at the calibrated threads' rates.
+where they outgrow the caches, and ``backward_weight_bandwidth``: a backward's. Above one thread, a grain g: a layer's
+time is max(w, min(threads × w, g)), w its work at the threads' rates (``GrainSampler``: dense convs' and linear
+layers' in ``class_grain``, the rest's ``parallel_grain``).
 A quantity whose runs spread above ``SPREAD_LIMIT``, or a figure out of its bounds, is re-measured, then refused
 (``Unsteady``) unless ``force``; ``calibration.held_out_error`` is the median |predicted ÷ measured − 1| on
 ``HELD_OUT``: above ``SELF_CHECK_SAVE`` saved with a warning, above ``SELF_CHECK_LIMIT`` timed again, then refused.
-
 What is measured and how, the budget, the limits and the figures behind them: docs/cpu-calibration.md.
 """
 
@@ -37,9 +37,11 @@ from ..cpu_threads import SELF_CHECK_LIMIT, SELF_CHECK_SAVE
 from ..devices import PRECISION_KEYS
 from ..errors import CalcError, Cancelled
 from .calibrate_fit import (
+    BUSY_SPEEDUP,
+    DENSE_CLASSES,
+    GrainSampler,
     _efficiencies,
     _every_class,
-    _fit_grain,
     _fit_with_weight_rates,
     _layer_flops,
     _padded_seconds,
@@ -155,6 +157,10 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
     weights.update({k: v for k, v in STAGES.items() if k != "gemm"})
     budget = _Budget(seconds, weights, progress, cancel)
     peaks, notes, compute_notes, skipped = {}, [], {}, []
+    # the grain's samples, between the stages below (GRAIN_SAMPLES of them): a CPU at more than one thread only
+    grain = GrainSampler(machine, budget.share("grain")) if not machine.gpu and machine.threads > 1 else None
+    sample = grain.sample if grain else (lambda: None)
+    sample()
     for d in dtypes:
         share = budget.share(f"gemm_{d}")
         if d == "tf32" and not machine.gpu:
@@ -181,6 +187,7 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
                                 f"1/{peaks['fp32'] / peaks[d]:.0f} of fp32's rate (no {d} instructions used); "
                                 + compute_notes[d])
 
+    sample()
     share = budget.share("bandwidth")
     def stream():
         runs = machine.bandwidth(share * 0.8)
@@ -200,6 +207,7 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
         left = times[k] - 2 * fbytes / bandwidth
         fresh = (32 * 2 ** 20, (counted[k] or fbytes) / left) if left > 0 else None
     budget.finish("bandwidth", f"bandwidth: {_si(bandwidth, 'B/s')}")
+    sample()
 
     cases = _class_cases(machine.gpu)
     end = time.perf_counter() + budget.share("layers")
@@ -319,6 +327,7 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
                                weight_bw)
         if weight_bw:       # the suites' efficiencies again, their weights read at that rate as an estimate reads them
             eff = checked(fit, ("layer_overhead", "efficiency"))
+    sample()
     padded = _padded_layout(machine, gate, budget.share("layers") * 0.05)
     budget.finish("layers", "efficiencies: " + ", ".join(f"{k} {v[0]:.2f}" for k, v in eff.items())
                   + "".join(f"; {k} weights read at {_si(v, 'B/s')}" for k, v in weight_bw.items()))
@@ -410,13 +419,22 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
     if capacity:
         spec["memory_capacity"] = capacity
 
-    if not machine.gpu and machine.threads > 1:
-        spec["parallel_grain"], fit_err = _fit_grain(machine, spec, gate, budget.share("grain"))
-        budget.finish("grain", f"parallel grain {_time(spec['parallel_grain'])} (whole networks within "
-                               f"{fit_err:.0%})")
-        notes.append(f"at {machine.threads} threads a layer whose work at one thread is under "
-                     f"{_time(spec['parallel_grain'])} runs unsplit (fitted on {', '.join(n for n, _ in GRAIN_FIT)}: "
-                     f"mean |log error| {fit_err:.0%})")
+    if grain:
+        sample()
+        speedups = grain.speedups()
+        if statistics.median(speedups.values()) < BUSY_SPEEDUP:
+            gate.refuse(f"at its best, {machine.threads} threads ran whole networks slower than one ("
+                        + ", ".join(f"{k} ×{v:.2f}" for k, v in speedups.items()) + ")",
+                        f"thread speed-up ×{statistics.median(speedups.values()):.2f}")
+        grains, fit_err = grain.fit(spec)
+        spec.update(grains)
+        both = (f"{_time(grains['class_grain'][DENSE_CLASSES[0]])} for dense convs and linear layers, "
+                f"{_time(grains['parallel_grain'])} for the rest")
+        budget.finish("grain", f"parallel grain {both} (the threads' gain within {fit_err:.0%})")
+        notes.append(f"at {machine.threads} threads a layer whose work at one thread is under its grain runs unsplit: "
+                     f"{both} "
+                     f"(fitted on what {', '.join(n for n, _ in GRAIN_FIT)} gain from {machine.threads} threads over "
+                     f"one, each at its fastest of {len(grain.samples)} samples: mean |log error| {fit_err:.0%})")
     else:
         budget.finish("grain", "parallel grain: one thread, nothing to split")
     share = budget.share("self_check")

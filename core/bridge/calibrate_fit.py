@@ -6,7 +6,7 @@ counts each layer's FLOPs and bytes and splits its forward time (or backward, ``
 fp32 peak and bandwidth, into compute ``c`` and memory ``m``; ``fresh`` is the run's counted fresh-page bytes at the
 page-fault rate; ``overhead`` the class's tiny layer. A layer ``OUTLIER_FACTOR`` times below its class's median
 (``OUTLIER_CLASSES`` only) is left out. ``_every_class`` gives a class without a suite its fallback's figure;
-``_fit_grain`` picks ``parallel_grain`` from ``GRAIN_GRID`` by the whole networks' forward error;
+``GrainSampler`` fits ``parallel_grain`` on how much whole networks gain from the threads;
 ``_padded_seconds`` reads a padded layout's cost per element off a pair of convs.
 More, with the figures behind each choice: docs/cpu-calibration.md.
 """
@@ -18,8 +18,7 @@ import statistics
 
 from ..registry import WORK_CLASSES, numel, work_fallbacks
 from ..work import figure
-from .calibrate_suites import GRAIN_FIT, _input_grad, _time_networks
-from .noise_gate import Gate
+from .calibrate_suites import GRAIN_FIT, GRAIN_SAMPLES, _input_grad, load_networks
 
 # a suite layer whose efficiency is this many times below its class's median is left out of the class's figure:
 # Σc ÷ Σ(t − …) is time-weighted, so one disturbed run of a large layer would decide it (docs/cpu-calibration.md,
@@ -30,6 +29,10 @@ OUTLIER_FACTOR = 10.0
 # stays in cache beats the bandwidth: 1; a global average pool: 0.01–0.09)
 OUTLIER_CLASSES = ("conv", "pointwise_conv", "grouped_conv", "depthwise_conv", "depthwise_conv_large", "linear")
 GRAIN_GRID = (0.0,) + tuple(10e-6 * 1.25 ** k for k in range(28))     # 0, then 10 µs … ~4 ms
+UNSPLIT = 1.0       # the field's largest grain, above any GRAIN_FIT layer's work: every layer on one thread
+# the GRAIN_FIT networks' median speed-up from the threads (fastest samples) below which another process holds a core:
+# on the AMD EPYC VM beside a busy loop 0.38–0.76 per network; quiet, its slow state 0.63–1.09 (median 0.82–1.04)
+BUSY_SPEEDUP = 0.8
 
 
 def _every_class(measured: dict) -> dict:
@@ -183,27 +186,77 @@ def _layer_flops(network, batch: int) -> int:
     return compile_network(network).flops * batch
 
 
-def _fit_grain(machine, spec: dict, gate: Gate, budget: float) -> tuple[float, float]:
-    """(parallel_grain, the fit's mean |log(predicted ÷ measured)|): the ``GRAIN_GRID`` value (the smallest of
-    equals) with which the fitted device predicts the ``GRAIN_FIT`` networks' forward passes best, relative to each
-    other: the log errors' mean distance from their median, so that the machine running the whole stage slower or
-    faster than the stages before (a VM's neighbour) does not move the grain, which only says how networks of small
-    layers differ from networks of large ones (on an AMD EPYC VM a slow spell during this stage fitted 555 µs
-    where quiet runs fit 60–93 µs, and predicted every small network 40–90 % too slow). The suite's layers are timed
-    one by one and hot, where even small layers split among threads; inside a network the small ones do not gain
-    (bench_predict, 2 threads on 2 cores: ShuffleNet V2 ran no faster than at 1 thread, while the rates fitted on
-    large layers predicted ×1.6)."""
-    from ..devices import Device
-    from ..paleo import Estimate
+# the classes whose layers get a grain of their own, ``class_grain`` (their fallbacks too: pointwise and im2col convs):
+# dense convs and linear layers split well from a smaller size than depthwise and grouped convs, elementwise, shape
+# and pooling layers (docs/cpu-calibration.md, "A grain per class of work")
+DENSE_CLASSES = ("conv", "linear")
 
-    reports, runs = _time_networks(machine, GRAIN_FIT, gate, "grain-fit network timings", budget)
-    measured = [statistics.median(t) for t in runs]
-    best = None
-    for grain in GRAIN_GRID:
-        device = Device(**{**spec, "parallel_grain": grain, "calibration": {"threads": machine.threads}})
-        logs = [math.log(Estimate(r, device).forward.total_s / t) for r, t in zip(reports, measured)]
-        centre = statistics.median(logs)
-        spread = statistics.fmean(abs(x - centre) for x in logs)
-        if best is None or spread < best[1] - 1e-12:
-            best = (grain, spread, statistics.fmean(abs(x) for x in logs))
-    return best[0], best[2]
+
+def _dense(work_class: str | None) -> bool:
+    return figure(dict.fromkeys(DENSE_CLASSES, True), work_class, False)
+
+
+class GrainSampler:
+    """``parallel_grain`` and ``class_grain`` from how much the ``GRAIN_FIT`` networks gain from the threads:
+    ``sample()``, called between calibration's stages, times each at the machine's threads and at one (a warm-up
+    and two runs each), up to ``GRAIN_SAMPLES`` times; ``fit(spec)`` takes each network's fastest sample at either
+    count, the machine at its best, and picks two ``GRAIN_GRID`` values (the smallest of equals), one for the
+    ``DENSE_CLASSES`` and one for the rest, with which the device predicts those gains best: its forward at the
+    grains ÷ with every layer unsplit (one thread's time, as the grain's rule has it), against the measured time at
+    the threads ÷ at one. Returns ({"parallel_grain": the rest's, "class_grain": the dense classes'}, mean
+    |log(predicted ÷ measured gain)|).
+
+    A ratio of one network's own times is what the grain decides; the model's level for that network cancels in
+    it, as does a slow spell that falls on both timings. On an AMD EPYC VM small networks at 2 threads switch
+    between two speeds every 10–30 s while one thread stays steady (docs/cpu-calibration.md, "The grain and the
+    VM's two states"): the fastest of samples spread over the calibration reads the faster, which protocol (b)'s
+    medians follow. One grain for every class could not fit both networks of depthwise convs at 224×224 and
+    networks of dense convs at 64×64: the first want ~200 µs, the second ~60 µs."""
+
+    def __init__(self, machine, budget: float):
+        self.machine = machine
+        self.nets = load_networks(GRAIN_FIT)
+        self.each = budget / GRAIN_SAMPLES / len(self.nets) / 2
+        self.samples: list = []         # per sample, per network: (median seconds at the threads, at one)
+
+    def sample(self) -> None:
+        if len(self.samples) >= GRAIN_SAMPLES:
+            return
+        m = self.machine
+        self.samples.append([tuple(statistics.median(m.time_network(net, 1, self.each, n, min_runs=2, warmup=1))
+                                   for n in (m.threads, 1)) for net in self.nets])
+
+    def speedups(self) -> dict:
+        """network name → its time at one thread ÷ at the machine's threads, each its fastest sample."""
+        return {net.name: min(s[k][1] for s in self.samples) / min(s[k][0] for s in self.samples)
+                for k, net in enumerate(self.nets)}
+
+    def fit(self, spec: dict) -> tuple[dict, float]:
+        from ..devices import Device
+        from ..graph import compile_network
+        from ..paleo import Estimate
+        from ..report import Report
+
+        reports = [Report(compile_network(net), 1, "fp32") for net in self.nets]
+        gains = [-math.log(v) for v in self.speedups().values()]
+
+        def parts(grain):       # per network: forward seconds of its dense-class layers, of the others
+            device = Device(**{**spec, "parallel_grain": grain, "class_grain": {},
+                               "calibration": {"threads": self.machine.threads}})
+            out = []
+            for r in reports:
+                layers = Estimate(r, device).layer_times
+                out.append((math.fsum(lt.forward.total_s for lt in layers if _dense(lt.work_class)),
+                            math.fsum(lt.forward.total_s for lt in layers if not _dense(lt.work_class))))
+            return out
+
+        unsplit = [d + o for d, o in parts(UNSPLIT)]
+        by_grain = [parts(g) for g in GRAIN_GRID]
+        fitted = None
+        for i, dense in enumerate(GRAIN_GRID):
+            for j, rest in enumerate(GRAIN_GRID):
+                err = statistics.fmean(abs(math.log((by_grain[i][k][0] + by_grain[j][k][1]) / u) - g)
+                                       for k, (u, g) in enumerate(zip(unsplit, gains)))
+                if fitted is None or err < fitted[1] - 1e-12:
+                    fitted = ({"parallel_grain": rest, "class_grain": dict.fromkeys(DENSE_CLASSES, dense)}, err)
+        return fitted

@@ -38,13 +38,18 @@ BACKWARD_BOTH_BATCHES = ("depthwise_conv", "depthwise_conv_large")
 TRAINING_ONLY = ("pointwise_conv",)
 # the self-check's networks: (built-in name, per-sample input shape or None for the network's own), batch 1
 HELD_OUT = (("mnist_cnn", None), ("squeezenet1_0", (3, 64, 64)), ("resnet18", (3, 64, 64)))
-# parallel_grain is fitted on these whole networks at batch 1, at more than one thread only: twelve of the zoo's
-# CNNs, none the self-check's nor any that benchmarks/bench_predict.py judges the model on, small ones on their own
-# input and large ones at 112×112 (so the stage stays short)
-_SMALL = (3, 112, 112)
+# parallel_grain and class_grain are fitted on how much these whole networks at batch 1 gain from the threads (timed
+# at the calibrated count and at one): nine of the zoo's CNNs, none the self-check's nor any that
+# benchmarks/bench_predict.py judges the model on. Seven of depthwise or grouped convs on their own input
+# (EfficientNet-B2 at 112×112, so that a sample stays short) and two of dense convs on small inputs, where their
+# layers are small too. A network whose time is its weights' reads gains little at any grain (the VGGs at 32–64 px:
+# ×1.2–1.3; the grain's rule has every layer split or not), so none is here
 GRAIN_FIT = (("shufflenet_v2_x0_5", None), ("shufflenet_v2_x1_5", None), ("mnasnet0_5", None), ("mnasnet0_75", None),
-             ("regnet_x_800mf", None), ("regnet_y_800mf", None), ("efficientnet_b2", _SMALL), ("resnet152", _SMALL),
-             ("densenet169", _SMALL), ("resnext101_32x8d", _SMALL), ("vgg13", _SMALL), ("convnext_small", _SMALL))
+             ("regnet_x_800mf", None), ("regnet_y_800mf", None), ("efficientnet_b2", (3, 112, 112)),
+             ("resnet152", (3, 64, 64)), ("resnet101", (3, 32, 32)))
+# the samples of GRAIN_FIT's gain, spread over the calibration (between its stages): on an AMD EPYC VM small networks
+# at 2 threads switch between two speeds every 10–30 s (benchmarks/thread_states.py), one sample sees one of them
+GRAIN_SAMPLES = 5
 # the optimizer step's per-tensor cost: SGD with momentum over many small tensors and over few large ones of the
 # same total size, (tensors, elements each); the difference over the difference in tensors is the cost of one
 UPDATE_CASES = ((128, 1024), (2, 65536))
@@ -375,15 +380,26 @@ class _TorchMachine:
         times, _ = _bench(opt.step, self.clock, budget, self.cancel, setup=setup, warmup=2)
         return times
 
-    def time_network(self, network, batch: int, budget: float) -> list:
-        """Forward run times of a network (``core.bridge.to_torch``), in eval mode without autograd."""
+    def time_network(self, network, batch: int, budget: float, threads: int | None = None, min_runs: int = 7,
+                     warmup: int = 2) -> list:
+        """Forward run times of a network (``core.bridge.to_torch``), in eval mode without autograd; at ``threads``
+        torch threads where given (the machine's count again after)."""
         from .to_torch import to_module
 
         torch = self.torch
-        module = to_module(network, device=self.dev).eval()
+        key = ("network", network.name, network.inputs[0][1])
+        if key not in self._modules:
+            self._modules[key] = to_module(network, device=self.dev).eval()
+        module = self._modules[key]
         x = torch.randn(batch, *network.inputs[0][1], device=self.dev)
-        with torch.no_grad():
-            times, _ = _bench(lambda: module(x), self.clock, budget, self.cancel, warmup=2, min_runs=7)
+        if threads:
+            torch.set_num_threads(threads)
+        try:
+            with torch.no_grad():
+                times, _ = _bench(lambda: module(x), self.clock, budget, self.cancel, warmup=warmup,
+                                  min_runs=min_runs)
+        finally:
+            torch.set_num_threads(self.threads)
         return times
 
     def host(self) -> dict:
@@ -454,17 +470,24 @@ def host_info(torch) -> dict:
             "mkl": mkl.group(1) if mkl else ""}
 
 
-def _time_networks(machine, which, gate: Gate, what: str, budget: float) -> tuple[list, list]:
-    """([their Reports at batch 1], [their forward run times]) of zoo networks ``which`` ((name, input shape or
-    None for its own)), timed on ``machine`` through ``gate`` as one quantity ``what``."""
+def load_networks(which) -> list:
+    """The zoo networks ``which`` ((name, per-sample input shape or None for the network's own))."""
     from ..api import load_network
-    from ..graph import compile_network
-    from ..report import Report
 
     nets = []
     for name, shape in which:
         net = load_network(name)
         nets.append(net.with_input_shape(shape) if shape else net)
+    return nets
+
+
+def _time_networks(machine, which, gate: Gate, what: str, budget: float) -> tuple[list, list]:
+    """([their Reports at batch 1], [their forward run times]) of zoo networks ``which`` ((name, input shape or
+    None for its own)), timed on ``machine`` through ``gate`` as one quantity ``what``."""
+    from ..graph import compile_network
+    from ..report import Report
+
+    nets = load_networks(which)
 
     def run():
         runs = [machine.time_network(net, 1, budget / len(nets)) for net in nets]
