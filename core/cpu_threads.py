@@ -35,12 +35,12 @@ SELF_CHECK_SAVE, SELF_CHECK_LIMIT = 0.15, 0.25
 
 def threads_hint(calibration: dict | None, grain: float | None = None) -> str | None:
     """A line for a CPU calibrated at more than one thread without a ``parallel_grain`` (a calibration from before
-    it) whose self-check missed by more than ``THREADS_HINT_ABOVE``: its small layers are predicted too fast (they
-    gain less from threads than the large layers the rates come from; bench_predict at 2 threads: median error
-    18 % without the grain, 7 % with it). None otherwise."""
+    it; one fitted at 0 has it) whose self-check missed by more than ``THREADS_HINT_ABOVE``: its small layers are
+    predicted too fast (they gain less from threads than the large layers the rates come from; bench_predict at 2
+    threads: median error 18 % without the grain, 7 % with it). None otherwise."""
     cal = calibration if isinstance(calibration, dict) else {}
     threads, err = cal.get("threads"), cal.get("held_out_error")
-    if grain or not (isinstance(threads, int) and threads > 1 and isinstance(err, (int, float))
+    if grain is not None or not (isinstance(threads, int) and threads > 1 and isinstance(err, (int, float))
                      and err > THREADS_HINT_ABOVE):
         return None
     return (f"this calibration at {threads} threads predates the parallel grain, so small layers are predicted too "

@@ -159,6 +159,7 @@ def test_the_threads_hint_is_for_a_multi_thread_calibration_without_a_grain_that
     assert THREADS_HINT_ABOVE == 0.2
     assert threads_hint({"threads": 2, "held_out_error": 0.36}).startswith("this calibration at 2 threads predates")
     assert threads_hint({"threads": 2, "held_out_error": 0.36}, grain=444e-6) is None     # it has the grain
+    assert threads_hint({"threads": 2, "held_out_error": 0.36}, grain=0.0) is None        # fitted at 0: it has one
     assert threads_hint({"threads": 2, "held_out_error": 0.15}) is None      # within 20 %: nothing to say
     assert threads_hint({"threads": 1, "held_out_error": 0.36}) is None      # one thread: nothing to split
     assert threads_hint({"threads": 8}) is None and threads_hint(None) is None and threads_hint({}) is None
