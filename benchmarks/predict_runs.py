@@ -14,7 +14,8 @@ Each run is predicted with the estimate setting ``process`` that describes it (`
 
     python benchmarks/predict_runs.py benchmarks/results/predict_amd/*.json [--process fresh]
 
-``--grain 31,182,694`` instead judges each run's calibration with each of those ``parallel_grain`` values (µs).
+``--grain 31,182,116/284`` instead judges each run's calibration with each of those grains (µs): one value for every
+class of work, or a pair, dense convs' and linear layers' (``class_grain``) / the rest's (``parallel_grain``).
 """
 
 from __future__ import annotations
@@ -85,26 +86,39 @@ def pooled_rows(data: dict, process: str | None = None) -> list[dict]:
     return rows
 
 
-def grain_rows(data: dict, grains: list[float], process: str | None = None) -> list[dict]:
-    """Per run and ``parallel_grain`` (seconds) in ``grains``: its calibration with that grain instead of the one it
-    fitted, judged on the run's own timings (how wide the band of grains that meets the targets is)."""
+def _grain_pair(text: str) -> tuple[float, float]:
+    """"182" → (182 µs, 182 µs); "116/284" → (116 µs, 284 µs): dense convs' and linear layers' grain, the rest's."""
+    dense, _, rest = text.partition("/")
+    return float(dense) * 1e-6, float(rest or dense) * 1e-6
+
+
+def grain_rows(data: dict, grains: list[tuple[float, float]], process: str | None = None) -> list[dict]:
+    """Per run and (dense, rest) grain pair (seconds) in ``grains``: its calibration with those grains instead of the
+    ones it fitted (``class_grain`` for conv and linear, ``parallel_grain`` for the rest), judged on the run's own
+    timings (how wide the band of grains that meets the targets is)."""
     rows = []
     for name, d in data.items():
         b = d["protocols"]["b"]
-        for g in grains:
-            spec = {**b["calibration"], "parallel_grain": g}
+        for dense, rest in grains:
+            spec = {**b["calibration"], "parallel_grain": rest, "class_grain": {"conv": dense, "linear": dense}}
             ev = evaluate(spec, b["measured"], process or process_of("b", d["protocols"]))["summary"]
-            rows.append({"run": name, "grain": g, **_errors(ev)})
+            rows.append({"run": name, "grain": (dense, rest), **_errors(ev)})
     return rows
+
+
+def _grain_label(grain: tuple[float, float]) -> str:
+    dense, rest = grain
+    return f"{dense * 1e6:.0f} µs" if dense == rest else f"{dense * 1e6:.0f}/{rest * 1e6:.0f} µs"
 
 
 def grain_markdown(rows: list[dict]) -> str:
     grains = sorted({r["grain"] for r in rows})
     cell = {(r["run"], r["grain"]): r for r in rows}
     runs = list(dict.fromkeys(r["run"] for r in rows))
-    lines = ["Each run's calibration with the grain set to each value, on its own timings: forward median / p90, "
-             "training step median / p90 (* where a target is missed).", "",
-             "| run | " + " | ".join(f"{g * 1e6:.0f} µs" for g in grains) + " |",
+    lines = ["Each run's calibration with the grain set to each value (a pair: dense convs' and linear layers' / the "
+             "rest's), on its own timings: forward median / p90, training step median / p90 (* where a target is "
+             "missed).", "",
+             "| run | " + " | ".join(_grain_label(g) for g in grains) + " |",
              "| --- |" + " ---: |" * len(grains)]
     for run in runs:
         out = []
@@ -169,8 +183,9 @@ def main(argv=None) -> str:
     ap.add_argument("caches", nargs="+", type=Path)
     ap.add_argument("--process", choices=("fresh", "warm"),
                     help="the estimates' process setting (default: the one that describes each run's protocol)")
-    ap.add_argument("--grain", type=lambda v: [float(x) * 1e-6 for x in v.split(",")],
-                    help="comma-separated parallel grains in µs: judge each run's calibration with each instead")
+    ap.add_argument("--grain", type=lambda v: [_grain_pair(x) for x in v.split(",")],
+                    help="comma-separated grains in µs, each one value or DENSE/REST: judge each run's calibration "
+                         "with each instead")
     args = ap.parse_args(argv)
     data = {p.stem: json.loads(p.read_text()) for p in args.caches}
     if args.grain:

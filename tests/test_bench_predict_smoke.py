@@ -194,22 +194,29 @@ def test_each_protocol_is_predicted_with_the_process_setting_that_describes_it()
 def test_grain_rows_judge_a_run_with_each_grain_instead_of_its_own():
     """A calibrated CPU at 2 threads: with a grain of 1 s every layer of ResNet-18 runs unsplit, at 2 × its work
     (core.cpu_threads.small_layer_factor), so its forward's compute and memory double; the row's error is that
-    estimate against the measured 50 ms, and the run's own grain (0) is not used."""
+    estimate against the measured 50 ms, and the run's own grain (0) is not used. A pair 1 s / 0 leaves all but the
+    convs and fc split; "--grain 182,1000000/0" reads as those pairs."""
     import predict_runs
 
     spec = {**SPEC, "calibration": {"threads": 2}, "parallel_grain": 0.0}
     data = {"r": {"protocols": {"b": {"threads": 2, "calibration": spec, "refused": [], "measured": [
         {"network": "resnet18", "cases": _case(0.050, 0.160)}]}}}}
-    rows = {r["grain"]: r for r in predict_runs.grain_rows(data, [0.0, 1.0], "fresh")}
-    for g in (0.0, 1.0):
-        dev = bench_predict.device_of({**spec, "parallel_grain": g})
-        t = core.estimate("resnet18", dev, optimizer="sgd_momentum").totals
-        assert rows[g]["forward_median"] == pytest.approx(abs(t["forward_s"] / 0.050 - 1))
+    pairs = [(0.0, 0.0), (1.0, 1.0), (1.0, 0.0)]
+    rows = {r["grain"]: r for r in predict_runs.grain_rows(data, pairs, "fresh")}
+    forward = {}
+    for dense, rest in pairs:
+        dev = bench_predict.device_of({**spec, "parallel_grain": rest, "class_grain": {"conv": dense, "linear": dense}})
+        forward[(dense, rest)] = core.estimate("resnet18", dev, optimizer="sgd_momentum").totals["forward_s"]
+        assert rows[(dense, rest)]["forward_median"] == pytest.approx(abs(forward[(dense, rest)] / 0.050 - 1))
     split = core.estimate("resnet18", bench_predict.device_of(spec), optimizer="sgd_momentum").forward
     unsplit = core.estimate("resnet18", bench_predict.device_of({**spec, "parallel_grain": 1.0}),
                             optimizer="sgd_momentum").forward
     assert unsplit.compute_s + unsplit.memory_s == pytest.approx(2 * (split.compute_s + split.memory_s), rel=1e-6)
+    # the convs and fc unsplit only: between all split and all unsplit
+    assert forward[(0.0, 0.0)] < forward[(1.0, 0.0)] < forward[(1.0, 1.0)]
+    assert predict_runs._grain_pair("182") == (pytest.approx(182e-6), pytest.approx(182e-6))
+    assert predict_runs._grain_pair("1000000/0") == (1.0, 0.0)
     text = predict_runs.grain_markdown(list(rows.values()))
     missed = sum(any(r[f"{p}_median"] > 0.12 or r[f"{p}_p90"] > 0.25 for p in ("forward", "train_step"))
                  for r in rows.values())                        # the targets: median ≤ 12 %, p90 ≤ 25 %
-    assert "| run | 0 µs | 1000000 µs |" in text and text.count(" *") == missed
+    assert "| run | 0 µs | 1000000/0 µs | 1000000 µs |" in text and text.count(" *") == missed
