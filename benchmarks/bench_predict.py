@@ -378,7 +378,10 @@ def _calibration_line(label: str, pr: dict) -> str:
         over = ", ".join(f"{k} {v * 1e6:.0f} µs" for k, v in dev.layer_overhead.items())
         parts.append(f"fp32 peak {dev.peak('fp32') / 1e9:.1f} GFLOP/s, bandwidth {dev.memory_bandwidth / 1e9:.1f} "
                      f"GB/s, efficiencies {eff}; per-layer overhead {over}")
-        if spec.get("parallel_grain"):
+        if spec.get("class_grain"):
+            parts.append("parallel grain " + ", ".join(f"{k} {v * 1e6:.0f} µs" for k, v in spec["class_grain"].items())
+                         + f", the rest {(spec.get('parallel_grain') or 0.0) * 1e6:.0f} µs")
+        elif spec.get("parallel_grain"):
             parts.append(f"parallel grain {spec['parallel_grain'] * 1e6:.0f} µs")
         if cal.get("date"):
             parts.append(f"calibrated {cal['date'].replace('T', ' ')}")

@@ -4,9 +4,9 @@ again, with a pause between samples (issue 44: on the AMD EPYC VM the grain fit 
 Each sample times every network at ``--threads`` (torch's default) and then at one thread, a warm-up run and
 ``--runs`` timed runs each, and prints the medians and the gain (time at one thread ÷ at the count). The summary
 gives per network the gain's quartiles, the share of samples in which the threads made it slower, and how much the
-one-thread time itself moved. With ``--spec`` (a ``bench_predict.py`` cache) each sample also gets the grain that
-fits its gains best with that run's calibration: ``parallel_grain`` fitted on the threads' gain, as tried in
-docs/cpu-calibration.md ("The grain and the VM's two states").
+one-thread time itself moved. With ``--spec`` (a ``bench_predict.py`` cache) each sample also gets the one grain
+for every class of work (its ``class_grain`` set aside) that fits its gains best with that run's calibration, as
+tried in docs/cpu-calibration.md ("The grain and the VM's two states").
 
     python benchmarks/thread_states.py --seconds 300 [--spec benchmarks/results/predict_amd/39.json]
 """
@@ -58,7 +58,7 @@ def grain_fitter(spec: dict, reports: list, threads: int):
     from core.paleo import Estimate
 
     def forwards(g):
-        dev = Device(**{**spec, "parallel_grain": g, "calibration": {"threads": threads}})
+        dev = Device(**{**spec, "parallel_grain": g, "class_grain": {}, "calibration": {"threads": threads}})
         return [Estimate(r, dev).forward.total_s for r in reports]
 
     unsplit = forwards(UNSPLIT)

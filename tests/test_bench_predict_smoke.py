@@ -220,3 +220,12 @@ def test_grain_rows_judge_a_run_with_each_grain_instead_of_its_own():
     missed = sum(any(r[f"{p}_median"] > 0.12 or r[f"{p}_p90"] > 0.25 for p in ("forward", "train_step"))
                  for r in rows.values())                        # the targets: median ≤ 12 %, p90 ≤ 25 %
     assert "| run | 0 µs | 1000000/0 µs | 1000000 µs |" in text and text.count(" *") == missed
+
+
+def test_the_report_names_each_grain_a_calibration_fitted():
+    """The report's calibration line: one grain as before; a class grain per class, then the rest's (116 µs for
+    conv and linear, 284 µs for the rest, as runs 48–50 fitted)."""
+    pr = {"threads": 2, "calibration": {**SPEC, "calibration": {"threads": 2}, "parallel_grain": 284e-6}}
+    assert "; parallel grain 284 µs" in bench_predict._calibration_line("(b)", pr)
+    pr["calibration"]["class_grain"] = {"conv": 116e-6, "linear": 116e-6}
+    assert "; parallel grain conv 116 µs, linear 116 µs, the rest 284 µs" in bench_predict._calibration_line("(b)", pr)
