@@ -92,8 +92,8 @@ def _each(keys, value: dict) -> dict:
     return {"additionalProperties": False, "properties": {k: {**value} for k in keys}}
 
 
-_ID = FieldSpec("id", str, "short name: lower-case letters, digits and hyphens (the CLI's --device)", required=True,
-                rule={"pattern": "^[a-z0-9][a-z0-9-]*$"})
+_ID = FieldSpec("id", str, "short name: lower-case letters, digits and hyphens (the CLI's --device)",
+                required=True, rule={"pattern": "^[a-z0-9][a-z0-9-]*$"})
 _NAME = FieldSpec("name", str, "the name the app shows", required=True, rule={"minLength": 1})
 _SOURCE = FieldSpec("source", str, "where the figures come from: a datasheet address, or how they were measured",
                     required=True, rule={"minLength": 1})
@@ -110,6 +110,7 @@ LATENCY_MAX = 10.0                  # seconds per message
 _PEAK = {"minimum": PEAK_RANGE[0], "maximum": PEAK_RANGE[1]}
 _BANDWIDTH = {"minimum": BANDWIDTH_RANGE[0], "maximum": BANDWIDTH_RANGE[1]}
 _SECONDS = {"type": "number", "minimum": 0, "maximum": 1}      # a per-call cost: under a second
+_CAPACITY = {**_POSITIVE, "maximum": CAPACITY_MAX}
 _PEAKS, _RATE = _each(PRECISION_KEYS, {"type": "number", **_PEAK}), {"type": "number", **_BANDWIDTH}
 _EFFICIENCY = _each(OP_CLASSES, {"type": "number", "minimum": EFFICIENCY_MIN, "maximum": 1})   # class → its share
 
@@ -140,8 +141,7 @@ DEVICE_FIELDS: tuple[FieldSpec, ...] = (
               rule={**_PEAKS, "minProperties": 1}),
     FieldSpec("memory_bandwidth", float, "main-memory bandwidth, bytes/s", required=True, rule=_BANDWIDTH),
     _SOURCE, _NOTE,
-    FieldSpec("memory_capacity", float, "memory size, bytes", rule={**_POSITIVE, "maximum": CAPACITY_MAX},
-              default=None),
+    FieldSpec("memory_capacity", float, "memory size, bytes", rule=_CAPACITY, default=None),
     FieldSpec("sparse_flops", dict, "peak per precision with structured sparsity, FLOP/s", rule=_PEAKS, default={}),
     FieldSpec("gpus_per_board", int, "GPUs on one board (a K80 board holds two)", rule={"minimum": 1, "maximum": 1024},
               default=1),
@@ -181,11 +181,13 @@ DEVICE_FIELDS: tuple[FieldSpec, ...] = (
               "uses its fallback's, then parallel_grain)", rule=_each(OP_CLASSES, _SECONDS), default={}),
     # glibc's malloc: a forward's bytes on fresh pages (core.cpu_heap) run at alloc_bandwidth, the page-fault rate
     FieldSpec("alloc_threshold", float, "the allocator's largest mmap threshold, bytes (glibc: 32 MiB on 64-bit)",
-              rule={**_POSITIVE, "maximum": CAPACITY_MAX}, default=None),
+              rule=_CAPACITY, default=None),
     FieldSpec("alloc_bandwidth", float, "rate of writes to pages the process has not touched yet (page faults), "
               "bytes/s", rule=_BANDWIDTH, default=None),
     FieldSpec("weight_bandwidth", dict, "class of work → rate its layers' weights are read at, bytes/s (calibrated "
               "CPUs: oneDNN reorders a conv's weights every call)", rule=_each(OP_CLASSES, _RATE), default={}),
+    FieldSpec("cache_bytes", float, "a calibrated CPU's last-level cache, bytes: a forward reads a linear layer's "
+              "weights that fit at the bandwidth, not weight_bandwidth", rule=_CAPACITY, default=None),
     FieldSpec("backward_weight_bandwidth", dict, "the same in a backward pass, for its weights and their gradients",
               rule=_each(OP_CLASSES, _RATE), default={}),
     FieldSpec("padded_layout", dict, "a calibrated CPU's oneDNN convs: the channel block of its layout and the seconds "
@@ -290,16 +292,11 @@ def _non_finite(value: Any, path: str = "") -> tuple[str, Any] | None:
         return path or "entry", value
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 1024:
         return path or "entry", value
-    if isinstance(value, dict):
-        for k, v in value.items():
-            bad = _non_finite(v, f"{path}.{k}" if path else str(k))
-            if bad:
-                return bad
-    if isinstance(value, list):
-        for i, v in enumerate(value):
-            bad = _non_finite(v, f"{path}[{i}]")
-            if bad:
-                return bad
+    named = isinstance(value, dict)
+    for k, v in value.items() if named else enumerate(value) if isinstance(value, list) else ():
+        bad = _non_finite(v, (f"{path}.{k}" if path else str(k)) if named else f"{path}[{k}]")
+        if bad:
+            return bad
     return None
 
 

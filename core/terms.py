@@ -96,12 +96,23 @@ def _compute_s(w: Work, e: Rates) -> float:
     return w.flops / (e.peak * e.ppp * figure(pass_efficiency(e.device, w.backward, w.train), w.work_class, 1.0))
 
 
+# classes whose weights a forward reads at the bandwidth where they fit in a calibrated CPU's last-level cache
+# (``cache_bytes``), not at ``weight_bandwidth``: on an AMD EPYC (32 MiB L3) a batch-1 linear layer read 4.2–4.7 MB of
+# weights at 56–59 GB/s, 16.8 MB at 47 GB/s, 67–411 MB at 20–23 GB/s (its weight_bandwidth: 22 GB/s; docs/cpu-
+# calibration.md, "Weights in the cache")
+CACHED_WEIGHTS = ("linear",)
+
+
 def _memory_s(w: Work, e: Rates) -> float:
     """Bytes moved at the bandwidth × PPP_memory; on a CPU calibrated with a ``weight_bandwidth`` (a backward:
     ``backward_weight_bandwidth``) for the class or its fallback, the weights' bytes at that measured rate instead
-    (no PPP on a measured rate)."""
+    (no PPP on a measured rate), but for a forward's ``CACHED_WEIGHTS`` that fit in its ``cache_bytes``."""
     rates = e.device.backward_weight_bandwidth if w.backward else e.device.weight_bandwidth
     rate = figure(rates, w.work_class, None) if w.weight_bytes and rates else None
+    cache = e.device.cache_bytes
+    if rate and cache and not w.backward and w.weight_bytes <= cache \
+            and figure(dict.fromkeys(CACHED_WEIGHTS, True), w.work_class, False):
+        rate = None
     if rate:
         return (w.bytes - w.weight_bytes) / (e.bandwidth * e.ppp_memory) + w.weight_bytes / rate
     return w.bytes / (e.bandwidth * e.ppp_memory)

@@ -703,3 +703,15 @@ def test_host_info_reads_torchs_build():
     info = host_info(torch)
     assert [info[k] for k in ("torch", "cpu_capability", "onednn", "mkl")] == ["2.14.1", "AVX2", "3.12.0", "2024.2"]
     assert set(info["isa"].split()) <= set(ISA_FLAGS) and info["cpu"]
+
+
+def test_the_last_level_cache_is_recorded_where_the_machine_reports_one():
+    class Cached(Fake):
+        def cache_bytes(self):
+            return 32.0 * 2 ** 20
+
+    spec = run(Cached())
+    assert spec["cache_bytes"] == 33_554_432
+    assert "a forward reads a linear layer's weights that fit in the 32 MiB last-level cache at the bandwidth" \
+        in spec["note"]
+    assert "cache_bytes" not in run(Fake())        # a machine that cannot say: no field

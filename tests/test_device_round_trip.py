@@ -58,7 +58,7 @@ FULL = dataclasses.replace(LOCAL, id="full", kind="GPU", sparse_flops={"fp16": 1
                            backward_efficiency={"conv": 0.5, "grouped_conv": 0.05, "pool": 0.001},
                            backward_overhead={"conv": 3e-5, "elementwise": 1e-5}, update_overhead=4e-6,
                            parallel_grain=4.4e-4, class_grain={"conv": 6e-5, "linear": 6e-5},
-                           weight_bandwidth={"conv": 6.9e9, "linear": 2.08e10},
+                           weight_bandwidth={"conv": 6.9e9, "linear": 2.08e10}, cache_bytes=32 * 2 ** 20,
                            backward_weight_bandwidth={"conv": 5.6e9, "linear": 1.23e10},
                            padded_layout={"block": 16, "seconds": 2.6e-10},
                            train_efficiency={"conv": 0.6, "grouped_conv": 0.02}, train_overhead={"conv": 2e-5},

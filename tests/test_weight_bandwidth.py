@@ -98,3 +98,56 @@ def test_calibration_reads_the_backward_rate_off_the_probes_less_their_fresh_pag
     lin = {"linear": probes["linear"]}
     assert _weight_bandwidths(lin, runs, eff, 1e11, 1e10, True, None)["linear"] == \
         pytest.approx(134_217_728 / (t - 1.34217728e-3 - 4.9152e-6 - 5e-6))
+
+
+def _one_linear(fin: int, fout: int):
+    from core.ir import Network, Node
+
+    return Network.make("fc", {"x": (fin,)}, [Node.make("fc", "linear", "x", out_features=fout, bias=False)])
+
+
+def test_a_linear_layers_weights_that_fit_in_the_last_level_cache_are_read_at_the_bandwidth():
+    """``cache_bytes`` 32 MiB (33,554,432 B): mnist_cnn's fc1 shape, 9216 → 128 (1,179,648 × 4 B = 4,718,592 B of
+    weights), fits, and its forward reads them at the bandwidth; the 4096 → 4096 probe (67,108,864 B) does not, and
+    reads them at ``weight_bandwidth``. A conv's weights keep their rate in the cache (oneDNN reorders them every
+    call), and a backward its backward rate."""
+    cached = Device(**BASE, weight_bandwidth={"linear": 2e9, "conv": 2e9}, backward_weight_bandwidth={"linear": 2e9},
+                    cache_bytes=32 * 2 ** 20)
+    small = _one_linear(9216, 128)
+    plain = core.estimate(small, Device(**BASE))
+    est = core.estimate(small, cached)
+    # every byte at 1e10 B/s, as without a weight rate: (4,718,592 + (9216 + 128) × 4) / 1e10 = 475.6 µs
+    assert est.totals["forward_bytes"] == 4_718_592 + (9216 + 128) * 4
+    assert est.totals["forward_memory_s"] == pytest.approx(est.totals["forward_bytes"] / 1e10)
+    assert est.totals["forward_memory_s"] == pytest.approx(plain.totals["forward_memory_s"])
+    # without the cache figure its weights take 4,718,592 / 2e9 = 2.359 ms
+    uncached = core.estimate(small, Device(**BASE, weight_bandwidth={"linear": 2e9}))
+    assert uncached.totals["forward_memory_s"] == pytest.approx((9216 + 128) * 4 / 1e10 + 4_718_592 / 2e9)
+    # the backward keeps its rate: the same with or without the cache figure
+    assert est.totals["backward_memory_s"] == pytest.approx(core.estimate(small, Device(
+        **BASE, backward_weight_bandwidth={"linear": 2e9})).totals["backward_memory_s"])
+    assert est.totals["backward_memory_s"] > plain.totals["backward_memory_s"]
+    # 67,108,864 B > 33,554,432 B: the weights at 2e9 B/s
+    big = core.estimate(_linear(), cached)
+    assert big.totals["forward_memory_s"] == pytest.approx((big.totals["forward_bytes"] - 67_108_864) / 1e10
+                                                           + 67_108_864 / 2e9)
+    # a conv's 9,437,184 B of weights fit too, and still take the conv rate
+    conv = core.estimate(_conv(), cached)
+    assert conv.totals["forward_memory_s"] == pytest.approx((conv.totals["forward_bytes"] - 9_437_184) / 1e10
+                                                            + 9_437_184 / 2e9)
+
+
+def test_the_last_level_cache_is_read_from_sysfs(tmp_path):
+    from core.bridge.calibrate_suites import last_level_cache
+
+    for name, level, kind, size in (("index0", 1, "Data", "32K"), ("index1", 1, "Instruction", "32K"),
+                                    ("index2", 2, "Unified", "1024K"), ("index3", 3, "Unified", "32768K")):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "level").write_text(f"{level}\n")
+        (d / "type").write_text(f"{kind}\n")
+        (d / "size").write_text(f"{size}\n")
+    assert last_level_cache(str(tmp_path)) == 32768 * 1024          # the level-3 unified cache: 33,554,432 B
+    (tmp_path / "index3" / "size").write_text("oops\n")             # unreadable: the next level down
+    assert last_level_cache(str(tmp_path)) == 1024 * 1024
+    assert last_level_cache(str(tmp_path / "none")) is None

@@ -212,6 +212,7 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
     cases = _class_cases(machine.gpu)
     end = time.perf_counter() + budget.share("layers")
     weight_bw: dict = {}        # class → the rate a CPU reads its large weights at (measured after the suites)
+    cache = None if machine.gpu else getattr(machine, "cache_bytes", lambda: None)()     # its last-level cache
     timed: dict = {}
     timed_bwd: dict = {}
     timed_train: dict = {}
@@ -288,7 +289,7 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
                     peaks["fp32"] = rate
                     compute_notes["fp32"] = (f"{cls} layer {_si(rate, 'FLOP/s')}, faster than "
                                              f"torch.mm's {_si(gemm_fp32, 'FLOP/s')}")
-        return _efficiencies(timed, peaks["fp32"], bandwidth, fresh, weight_bandwidth=weight_bw)
+        return _efficiencies(timed, peaks["fp32"], bandwidth, fresh, weight_bandwidth=weight_bw, cache_bytes=cache)
 
     def checked(fit, names: tuple) -> dict:
         """``fit()`` within the sanity bounds: re-measure a class out of them, then refuse naming the field. The
@@ -360,8 +361,8 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
                                back_weight_bw)
         if back_weight_bw:      # the backward suites' efficiencies again, as an estimate reads their weights
             bwd = checked(fit_bwd, ("backward_overhead", "backward_efficiency"))
-        train = checked(lambda: _efficiencies(timed_train, peaks["fp32"], bandwidth, fresh, weight_bandwidth=weight_bw),
-                        ("train_overhead", "train_efficiency"))
+        train = checked(lambda: _efficiencies(timed_train, peaks["fp32"], bandwidth, fresh, weight_bandwidth=weight_bw,
+                                              cache_bytes=cache), ("train_overhead", "train_efficiency"))
 
         def step():
             many = machine.optimizer_step(*UPDATE_CASES[0], share * 0.05)
@@ -406,6 +407,10 @@ def _calibrate(machine, seconds: float, progress, dtypes, cancel, gate: Gate) ->
         notes.append("weights read at " + ", ".join(f"{k} {_si(v, 'B/s')}" for k, v in weight_bw.items())
                      + f" (a {'/'.join(weight_bw)} layer whose weights outgrow the caches, beyond its compute; the "
                      f"bandwidth is {_si(bandwidth, 'B/s')})")
+    if cache:
+        spec["cache_bytes"] = cache
+        notes.append(f"a forward reads a linear layer's weights that fit in the {cache / 2 ** 20:g} MiB last-level "
+                     "cache at the bandwidth")
     if back_weight_bw:
         spec["backward_weight_bandwidth"] = back_weight_bw
         notes.append("a backward moves its large weights and their gradients at "

@@ -121,7 +121,8 @@ def _fit_with_weight_rates(fit, read_rates, rates: dict) -> dict:
 
 
 def _efficiencies(timed: dict, peak: float, bandwidth: float, fresh: tuple | None = None,
-                  backward: bool = False, weight_bandwidth: dict | None = None) -> dict:
+                  backward: bool = False, weight_bandwidth: dict | None = None,
+                  cache_bytes: float | None = None) -> dict:
     """op class → (efficiency, achieved FLOP/s ÷ peak, {layer: (efficiency, achieved ÷ peak)}, overhead s, raw
     efficiency, layers left out); ``timed``: op class → [(IR network, batch, seconds, fresh bytes)], the tiny layer
     first (its seconds are the class's overhead). See the module docstring. The suite after the tiny layer gives the
@@ -135,7 +136,7 @@ def _efficiencies(timed: dict, peak: float, bandwidth: float, fresh: tuple | Non
     is ``OUTLIER_FACTOR`` times below its class's median (clamped figures; compute classes only,
     ``OUTLIER_CLASSES``) is left out of the sums (a disturbed run of a large layer would decide the class) and named
     in the sixth figure. ``weight_bandwidth``: the class's weights at their measured rate, as an estimate reads them
-    (a backward's: ``backward_weight_bandwidth``).
+    (a backward's: ``backward_weight_bandwidth``; those that fit in ``cache_bytes`` as ``core.terms`` reads them).
     """
     from ..devices import Device
     from ..graph import compile_network
@@ -144,7 +145,7 @@ def _efficiencies(timed: dict, peak: float, bandwidth: float, fresh: tuple | Non
 
     probe = Device(id="local", name="calibration", vendor="-", kind="CPU", year=2000, peak_flops={"fp32": peak},
                    memory_bandwidth=bandwidth, source="-", efficiency={"conv": 1.0, "im2col_conv": 1.0},
-                   weight_bandwidth=dict(weight_bandwidth or {}))
+                   weight_bandwidth=dict(weight_bandwidth or {}), cache_bytes=cache_bytes)
     fault_rate = fresh[1] if fresh else None
     out = {}
     for cls, (tiny, *layers) in timed.items():

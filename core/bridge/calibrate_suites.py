@@ -405,6 +405,9 @@ class _TorchMachine:
     def host(self) -> dict:
         return host_info(self.torch)
 
+    def cache_bytes(self) -> float | None:
+        return None if self.gpu else last_level_cache()
+
     def describe(self) -> tuple[str, str, str, float | None]:
         """(name, vendor, kind, memory capacity in bytes or None)."""
         torch, dev = self.torch, self.dev
@@ -468,6 +471,29 @@ def host_info(torch) -> dict:
     return {"cpu": model, "vendor": vendor, "isa": " ".join(f for f in ISA_FLAGS if f in flags),
             "torch": torch.__version__, "cpu_capability": capability, "onednn": onednn.group(1) if onednn else "",
             "mkl": mkl.group(1) if mkl else ""}
+
+
+def last_level_cache(root: str = "/sys/devices/system/cpu/cpu0/cache") -> float | None:
+    """Bytes of the CPU's last-level data cache as Linux reports it (sysfs: the highest-level data or unified
+    ``index*``, its ``size`` like "32768K"); None where it cannot be read."""
+    import glob
+
+    best = None
+    for index in glob.glob(os.path.join(root, "index*")):
+        try:
+            with open(os.path.join(index, "level")) as f:
+                level = int(f.read())
+            with open(os.path.join(index, "type")) as f:
+                kind = f.read().strip()
+            with open(os.path.join(index, "size")) as f:
+                size = f.read().strip()
+        except (OSError, ValueError):
+            continue
+        unit = {"K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30}.get(size[-1:].upper(), 1)
+        digits = size[:-1] if unit > 1 else size
+        if kind in ("Data", "Unified") and digits.isdigit() and int(digits) > 0 and (best is None or level > best[0]):
+            best = (level, float(int(digits) * unit))
+    return best[1] if best else None
 
 
 def load_networks(which) -> list:
