@@ -212,7 +212,7 @@ class GrainSampler:
     between two speeds every 10–30 s while one thread stays steady (docs/cpu-calibration.md, "The grain and the
     VM's two states"): the fastest of samples spread over the calibration reads the faster, which protocol (b)'s
     medians follow. One grain for every class could not fit both networks of depthwise convs at 224×224 and
-    networks of dense convs at 64×64: the first want ~200 µs, the second ~60 µs."""
+    networks of dense convs at 64×64: the first want ~200 µs, the second 60–120 µs."""
 
     def __init__(self, machine, budget: float):
         self.machine = machine
@@ -229,8 +229,10 @@ class GrainSampler:
 
     def speedups(self) -> dict:
         """network name → its time at one thread ÷ at the machine's threads, each its fastest sample."""
-        return {net.name: min(s[k][1] for s in self.samples) / min(s[k][0] for s in self.samples)
-                for k, net in enumerate(self.nets)}
+        return {net.name: v for net, v in zip(self.nets, self._speedups())}
+
+    def _speedups(self) -> list:
+        return [min(s[k][1] for s in self.samples) / min(s[k][0] for s in self.samples) for k in range(len(self.nets))]
 
     def fit(self, spec: dict) -> tuple[dict, float]:
         from ..devices import Device
@@ -239,7 +241,7 @@ class GrainSampler:
         from ..report import Report
 
         reports = [Report(compile_network(net), 1, "fp32") for net in self.nets]
-        gains = [-math.log(v) for v in self.speedups().values()]
+        gains = [-math.log(v) for v in self._speedups()]
 
         def parts(grain):       # per network: forward seconds of its dense-class layers, of the others
             device = Device(**{**spec, "parallel_grain": grain, "class_grain": {},
