@@ -33,6 +33,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 from bench_predict import PASSES, TARGET, evaluate, process_of, summarize  # noqa: E402
+from core.bridge.calibrate_fit import DENSE_CLASSES  # noqa: E402
 
 
 def timings(data: dict) -> dict:
@@ -100,7 +101,7 @@ def grain_rows(data: dict, grains: list[tuple[float, float]], process: str | Non
     for name, d in data.items():
         b = d["protocols"]["b"]
         for dense, rest in grains:
-            spec = {**b["calibration"], "parallel_grain": rest, "class_grain": {"conv": dense, "linear": dense}}
+            spec = {**b["calibration"], "parallel_grain": rest, "class_grain": dict.fromkeys(DENSE_CLASSES, dense)}
             ev = evaluate(spec, b["measured"], process or process_of("b", d["protocols"]))["summary"]
             rows.append({"run": name, "grain": (dense, rest), **_errors(ev)})
     return rows

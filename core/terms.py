@@ -20,7 +20,7 @@ from typing import Any, Callable, Protocol
 
 from .devices import Device
 from .errors import DeviceError, NetworkError
-from .work import figure
+from .work import figure, in_classes
 
 
 class Rates(Protocol):
@@ -111,7 +111,7 @@ def _memory_s(w: Work, e: Rates) -> float:
     rate = figure(rates, w.work_class, None) if w.weight_bytes and rates else None
     cache = e.device.cache_bytes
     if rate and cache and not w.backward and w.weight_bytes <= cache \
-            and figure(dict.fromkeys(CACHED_WEIGHTS, True), w.work_class, False):
+            and in_classes(w.work_class, CACHED_WEIGHTS):
         rate = None
     if rate:
         return (w.bytes - w.weight_bytes) / (e.bandwidth * e.ppp_memory) + w.weight_bytes / rate

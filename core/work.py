@@ -207,6 +207,12 @@ def figure(figures: dict, work_class: str | None, default: float) -> float:
     return default
 
 
+def in_classes(work_class: str | None, classes) -> bool:
+    """Whether a class of work is one of ``classes`` or falls back to one (WORK_FALLBACK: a pointwise conv is a
+    conv), as ``figure`` would read a figure given for those classes."""
+    return any(c in classes for c in work_fallbacks(work_class))
+
+
 def conv_choice(info: NodeInfo, algorithm: str, batch: int) -> tuple[str, int]:
     """(algorithm used, forward FLOPs at this batch) for one node."""
     direct = info.cost.flops * batch

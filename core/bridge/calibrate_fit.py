@@ -17,7 +17,7 @@ import math
 import statistics
 
 from ..registry import WORK_CLASSES, numel, work_fallbacks
-from ..work import figure
+from ..work import figure, in_classes
 from .calibrate_suites import GRAIN_FIT, GRAIN_SAMPLES, _input_grad, load_networks
 
 # a suite layer whose efficiency is this many times below its class's median is left out of the class's figure:
@@ -193,10 +193,6 @@ def _layer_flops(network, batch: int) -> int:
 DENSE_CLASSES = ("conv", "linear")
 
 
-def _dense(work_class: str | None) -> bool:
-    return figure(dict.fromkeys(DENSE_CLASSES, True), work_class, False)
-
-
 class GrainSampler:
     """``parallel_grain`` and ``class_grain`` from how much the ``GRAIN_FIT`` networks gain from the threads:
     ``sample()``, called between calibration's stages, times each at the machine's threads and at one (a warm-up
@@ -248,9 +244,10 @@ class GrainSampler:
                                "calibration": {"threads": self.machine.threads}})
             out = []
             for r in reports:
-                layers = Estimate(r, device).layer_times
-                out.append((math.fsum(lt.forward.total_s for lt in layers if _dense(lt.work_class)),
-                            math.fsum(lt.forward.total_s for lt in layers if not _dense(lt.work_class))))
+                sums = {True: [], False: []}
+                for lt in Estimate(r, device).layer_times:
+                    sums[in_classes(lt.work_class, DENSE_CLASSES)].append(lt.forward.total_s)
+                out.append((math.fsum(sums[True]), math.fsum(sums[False])))
             return out
 
         unsplit = [d + o for d, o in parts(UNSPLIT)]
